@@ -1,0 +1,92 @@
+// DeviceSpec <-> JSON. The same object appears inside profiles and plans, and
+// as a file of its own for devices that are not in the built-in table.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "braid/detail/json_reader.hpp"
+#include "braid/model/device_spec.hpp"
+
+namespace braid {
+
+inline nlohmann::json to_json(const DeviceSpec& d) {
+    return nlohmann::json{
+        {"key", d.key},
+        {"name", d.name},
+        {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+        {"sm_count", d.sm_count},
+        {"warp_size", d.warp_size},
+        {"max_threads_per_sm", d.max_threads_per_sm},
+        {"max_threads_per_block", d.max_threads_per_block},
+        {"max_blocks_per_sm", d.max_blocks_per_sm},
+        {"regs_per_sm", d.regs_per_sm},
+        {"regs_per_block", d.regs_per_block},
+        {"max_regs_per_thread", d.max_regs_per_thread},
+        {"shared_mem_per_sm_bytes", d.shared_mem_per_sm_bytes},
+        {"shared_mem_per_block_bytes", d.shared_mem_per_block_bytes},
+        {"shared_mem_per_block_optin_bytes", d.shared_mem_per_block_optin_bytes},
+        {"reserved_shared_mem_per_block_bytes", d.reserved_shared_mem_per_block_bytes},
+        {"max_resident_grids", d.max_resident_grids},
+        {"boost_clock_mhz", d.boost_clock_mhz},
+        {"dram_bandwidth_gbps", d.dram_bandwidth_gbps},
+        {"dram_bytes", d.dram_bytes},
+        {"l2_bytes", d.l2_bytes},
+        {"peak_fp32_tflops", d.peak_fp32_tflops},
+        {"peak_tf32_tflops", d.peak_tf32_tflops},
+        {"peak_fp16_tflops", d.peak_fp16_tflops},
+        {"peak_bf16_tflops", d.peak_bf16_tflops},
+    };
+}
+
+// Reads and validates; errors carry the JSON path of the field.
+inline DeviceSpec device_from_json(const detail::JsonReader& r) {
+    DeviceSpec d;
+    d.key = r.get_or<std::string>("key", "");
+    d.name = r.get_or<std::string>("name", "");
+    {
+        auto cc = r.at("compute_capability");
+        std::string text = cc.get<std::string>();
+        auto dot = text.find('.');
+        try {
+            if (dot == std::string::npos) throw std::invalid_argument("no dot");
+            d.cc_major = std::stoi(text.substr(0, dot));
+            d.cc_minor = std::stoi(text.substr(dot + 1));
+        } catch (const std::exception&) {
+            cc.fail("expected \"major.minor\" such as \"9.0\", got \"" + text + "\"");
+        }
+    }
+    d.sm_count = r.get<int>("sm_count");
+    d.warp_size = r.get_or<int>("warp_size", 32);
+    d.max_threads_per_sm = r.get<int>("max_threads_per_sm");
+    d.max_threads_per_block = r.get<int>("max_threads_per_block");
+    d.max_blocks_per_sm = r.get<int>("max_blocks_per_sm");
+    d.regs_per_sm = r.get<int>("regs_per_sm");
+    d.regs_per_block = r.get<int>("regs_per_block");
+    d.max_regs_per_thread = r.get_or<int>("max_regs_per_thread", 255);
+    d.shared_mem_per_sm_bytes = r.get<std::uint64_t>("shared_mem_per_sm_bytes");
+    d.shared_mem_per_block_bytes = r.get<std::uint64_t>("shared_mem_per_block_bytes");
+    d.shared_mem_per_block_optin_bytes = r.get<std::uint64_t>("shared_mem_per_block_optin_bytes");
+    d.reserved_shared_mem_per_block_bytes = r.get<std::uint64_t>("reserved_shared_mem_per_block_bytes");
+    d.max_resident_grids = r.get<int>("max_resident_grids");
+    d.boost_clock_mhz = r.get<double>("boost_clock_mhz");
+    d.dram_bandwidth_gbps = r.get<double>("dram_bandwidth_gbps");
+    d.dram_bytes = r.get_or<std::uint64_t>("dram_bytes", 0);
+    d.l2_bytes = r.get_or<std::uint64_t>("l2_bytes", 0);
+    d.peak_fp32_tflops = r.get<double>("peak_fp32_tflops");
+    d.peak_tf32_tflops = r.get_or<double>("peak_tf32_tflops", 0.0);
+    d.peak_fp16_tflops = r.get_or<double>("peak_fp16_tflops", 0.0);
+    d.peak_bf16_tflops = r.get_or<double>("peak_bf16_tflops", 0.0);
+    try {
+        validate(d);
+    } catch (const ModelError& e) {
+        throw FormatError(r.path(), e.what());
+    }
+    return d;
+}
+
+inline DeviceSpec device_from_json(const nlohmann::json& j) { return device_from_json(detail::JsonReader(j, "$")); }
+
+}  // namespace braid

@@ -1,0 +1,41 @@
+"""Sums doctest's per-program totals from Meson's test log.
+
+Usage: test-summary.py build/meson-logs/testlog.json [more logs...]
+Prints a table per test program and ends with "N passed, M failed".
+Exit status 1 when anything failed or no test ran.
+"""
+import json
+import re
+import sys
+
+SUMMARY = re.compile(r"\[doctest\] test cases:\s*(\d+)\s*\|\s*(\d+) passed\s*\|\s*(\d+) failed\s*\|\s*(\d+) skipped")
+
+passed = failed = skipped = 0
+for path in sys.argv[1:]:
+    with open(path) as log:
+        for line in log:
+            if not line.strip():
+                continue
+            entry = json.loads(line)
+            name = entry["name"]
+            result = entry["result"]
+            found = SUMMARY.findall(entry.get("stdout", "") or "")
+            if result == "SKIP":
+                skipped += 1
+                print(f"  {name:<40} SKIP (no device or not built)")
+            elif found:
+                _, p, f, s = (int(x) for x in found[-1])
+                if result != "OK" and f == 0:
+                    f = 1  # the program failed outside any test case
+                passed += p
+                failed += f
+                skipped += s
+                print(f"  {name:<40} {p} passed, {f} failed")
+            else:
+                ok = result == "OK"
+                passed += ok
+                failed += not ok
+                print(f"  {name:<40} {'passed' if ok else 'FAILED (' + result + ')'}")
+print(f"skipped programs or cases: {skipped}")
+print(f"{passed} passed, {failed} failed")
+sys.exit(0 if failed == 0 and passed > 0 else 1)
