@@ -96,6 +96,35 @@ TEST_CASE("views: overlapping ranges conflict, disjoint ranges do not") {
     CHECK(g.buffer(right_half).root_offset_bytes == 75);
 }
 
+TEST_CASE("strided views: channel slices of an NCHW tensor") {
+    // 2 images x 4 channels x 8 bytes per channel plane: image n starts at n*32.
+    OpGraphBuilder b;
+    BufferId t = b.add_buffer("concat_out", 64);
+    BufferId ch01 = b.add_strided_view("branch_a", t, 0, 16, 32, 2);   // channels 0-1 of both images
+    BufferId ch23 = b.add_strided_view("branch_b", t, 16, 16, 32, 2);  // channels 2-3
+    BufferId img1 = b.add_view("image1", t, 32, 32);
+    OpId wa = b.add_op(op("write_a", {}, {ch01}));
+    OpId wb = b.add_op(op("write_b", {}, {ch23}));
+    OpId r1 = b.add_op(op("read_image1", {img1}, {}));
+    OpId rb = b.add_op(op("read_b", {ch23}, {}));
+    OpGraph g = b.finalize();
+    CHECK_FALSE(g.has_edge(wa, wb));  // interleaved but disjoint
+    CHECK(g.has_edge(wa, r1));        // image 1's channels 0-1
+    CHECK(g.has_edge(wb, r1));
+    CHECK(g.has_edge(wb, rb));
+    CHECK_FALSE(g.has_edge(wa, rb));
+    CHECK(g.buffer(ch23).total_bytes() == 32);
+
+    OpGraphBuilder bad;
+    BufferId p = bad.add_buffer("p", 64);
+    CHECK_NOTHROW(bad.add_strided_view("s", p, 16, 16, 32, 2));  // last chunk ends exactly at byte 64
+    CHECK(error_of([&] { bad.add_strided_view("s2", p, 40, 16, 32, 2); }) ==
+          "view 's2' covers bytes [40, 88) but its parent 'p' has only 64 bytes");
+    CHECK(error_of([&] { bad.add_strided_view("s3", p, 0, 16, 8, 2); }).find("overlap") != std::string::npos);
+    BufferId s = bad.add_strided_view("s4", p, 0, 8, 32, 2);
+    CHECK(error_of([&] { bad.add_view("inner", s, 0, 4); }).find("strided view 's4' as parent") != std::string::npos);
+}
+
 TEST_CASE("partial overlap of a write and a later wider write") {
     OpGraphBuilder b;
     BufferId buf = b.add_buffer("buf", 16);

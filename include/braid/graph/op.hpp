@@ -48,15 +48,21 @@ inline std::optional<OpKind> op_kind_from_string(std::string_view text) noexcept
     return std::nullopt;
 }
 
-// A named allocation, or a view: a byte range [offset_bytes, offset_bytes +
-// bytes) of a parent buffer (a concat slice, say). Views of views are allowed;
-// hazards are computed on the root buffer's bytes.
+// A named allocation, or a view of a parent buffer: the byte range
+// [offset_bytes, offset_bytes + bytes), or — for a strided view — `chunks`
+// such ranges, `stride_bytes` apart (a channel slice of an NCHW tensor is one
+// range per image). Views of contiguous views are allowed; hazards are
+// computed on the root buffer's bytes.
 struct Buffer {
     BufferId id = 0;
     std::string name;
-    std::uint64_t bytes = 0;
+    std::uint64_t bytes = 0;  // per chunk
     std::optional<BufferId> parent;
-    std::uint64_t offset_bytes = 0;  // within the parent
+    std::uint64_t offset_bytes = 0;  // of the first chunk, within the parent
+    std::uint64_t chunks = 1;
+    std::uint64_t stride_bytes = 0;  // between chunk starts (when chunks > 1)
+
+    std::uint64_t total_bytes() const noexcept { return bytes * chunks; }
 
     // Filled by the builder: the root allocation and the offset in it.
     BufferId root = 0;

@@ -239,9 +239,7 @@ public:
     // A byte range of `parent` (itself possibly a view).
     BufferId add_view(std::string name, BufferId parent, std::uint64_t offset_bytes, std::uint64_t bytes) {
         check_new_buffer_name(name);
-        if (parent >= buffers_.size())
-            throw GraphError("view '" + name + "' names unknown parent buffer id " + std::to_string(parent));
-        const Buffer& p = buffers_[parent];
+        const Buffer& p = view_parent(name, parent);
         if (bytes == 0) throw GraphError("view '" + name + "' has 0 bytes");
         if (offset_bytes > p.bytes || bytes > p.bytes - offset_bytes)
             throw GraphError("view '" + name + "' covers bytes [" + std::to_string(offset_bytes) + ", " +
@@ -253,6 +251,37 @@ public:
         b.bytes = bytes;
         b.parent = parent;
         b.offset_bytes = offset_bytes;
+        b.root = p.root;
+        b.root_offset_bytes = p.root_offset_bytes + offset_bytes;
+        buffer_by_name_.emplace(b.name, b.id);
+        buffers_.push_back(std::move(b));
+        return buffers_.back().id;
+    }
+
+    // `chunks` ranges of `chunk_bytes`, `stride_bytes` apart, the first at
+    // `offset_bytes` of a contiguous parent: a channel slice of an NCHW
+    // tensor (one chunk per image), for example.
+    BufferId add_strided_view(std::string name, BufferId parent, std::uint64_t offset_bytes, std::uint64_t chunk_bytes,
+                              std::uint64_t stride_bytes, std::uint64_t chunks) {
+        check_new_buffer_name(name);
+        const Buffer& p = view_parent(name, parent);
+        if (chunk_bytes == 0 || chunks == 0) throw GraphError("view '" + name + "' has 0 bytes");
+        if (chunks > 1 && stride_bytes < chunk_bytes)
+            throw GraphError("view '" + name + "' has chunks of " + std::to_string(chunk_bytes) +
+                             " bytes that overlap (stride " + std::to_string(stride_bytes) + ")");
+        const std::uint64_t end = offset_bytes + (chunks - 1) * stride_bytes + chunk_bytes;
+        if (end > p.bytes)
+            throw GraphError("view '" + name + "' covers bytes [" + std::to_string(offset_bytes) + ", " +
+                             std::to_string(end) + ") but its parent '" + p.name + "' has only " +
+                             std::to_string(p.bytes) + " bytes");
+        Buffer b;
+        b.id = static_cast<BufferId>(buffers_.size());
+        b.name = std::move(name);
+        b.bytes = chunk_bytes;
+        b.parent = parent;
+        b.offset_bytes = offset_bytes;
+        b.chunks = chunks;
+        b.stride_bytes = chunks > 1 ? stride_bytes : 0;
         b.root = p.root;
         b.root_offset_bytes = p.root_offset_bytes + offset_bytes;
         buffer_by_name_.emplace(b.name, b.id);
@@ -360,10 +389,12 @@ private:
             const Buffer& buf = buffers_[b];
             SegmentMap& m = per_root[buf.root];
             if (m.empty()) m.emplace(0, Segment{});
-            const std::uint64_t lo = buf.root_offset_bytes, hi = lo + buf.bytes;
-            split_at(m, lo);
-            if (hi < buffers_[buf.root].bytes) split_at(m, hi);
-            for (auto it = m.find(lo); it != m.end() && it->first < hi; ++it) visit(it->second);
+            for (std::uint64_t c = 0; c < buf.chunks; ++c) {
+                const std::uint64_t lo = buf.root_offset_bytes + c * buf.stride_bytes, hi = lo + buf.bytes;
+                split_at(m, lo);
+                if (hi < buffers_[buf.root].bytes) split_at(m, hi);
+                for (auto it = m.find(lo); it != m.end() && it->first < hi; ++it) visit(it->second);
+            }
         };
         for (const Op& op : ops_) {
             for (BufferId b : op.reads)
@@ -427,6 +458,16 @@ private:
         for (OpId c : cycle) msg += "'" + g.ops_[c].name + "' -> ";
         msg += "'" + g.ops_[cycle.front()].name + "'";
         return msg;
+    }
+
+    const Buffer& view_parent(const std::string& name, BufferId parent) const {
+        if (parent >= buffers_.size())
+            throw GraphError("view '" + name + "' names unknown parent buffer id " + std::to_string(parent));
+        const Buffer& p = buffers_[parent];
+        if (p.chunks > 1)
+            throw GraphError("view '" + name + "' has the strided view '" + p.name +
+                             "' as parent; take views of a contiguous buffer");
+        return p;
     }
 
     void check_new_buffer_name(const std::string& name) const {
