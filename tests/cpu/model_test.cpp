@@ -9,6 +9,7 @@
 
 #include "braid/model/device_json.hpp"
 #include "braid/model/device_table.hpp"
+#include "braid/model/estimate.hpp"
 #include "braid/model/occupancy.hpp"
 #include "braid/model/sm_resources.hpp"
 
@@ -266,4 +267,40 @@ TEST_CASE("device JSON: round trip and errors that name the field") {
           "$.shared_mem_per_sm_bytes: integer -5 is out of range (must be >= 0)");
 
     CHECK(error_of([] { (void)detail::parse_json("{\n  \"a\": [1, 2,\n}", "dev.json"); }).find("dev.json:3:1") == 0);
+}
+
+TEST_CASE("roofline estimates: compute, memory, wave quantisation, floor") {
+    const DeviceSpec& dev = h100();  // 132 SMs; 256 threads x 32 regs -> 8 blocks per SM = 1056 per wave
+    RooflineParams p;
+    KernelEstimate gemm;
+    gemm.shape = kernel(256, 32, 0, 0, 1056);
+    gemm.math = MathMode::tf32;
+    gemm.flops = 494.5e3 * 0.8 * 1e6;  // one millisecond at 80% of the TF32 peak
+    gemm.dram_bytes = 1e6;
+    KernelCost c = estimate_kernel(dev, gemm, p);
+    CHECK(c.duration_ns == doctest::Approx(1e6));
+    CHECK(c.dram_bytes == 0.0);  // compute-bound: no bandwidth competition
+
+    gemm.shape.grid.x = 1057;  // one block over a full wave: two waves for 1057/1056 of the work
+    CHECK(estimate_kernel(dev, gemm, p).duration_ns == doctest::Approx(1e6 * 2.0 * 1056.0 / 1057.0));
+
+    KernelEstimate copy;
+    copy.shape = kernel(256, 16, 0, 0, 10560);
+    copy.flops = 1e6;
+    copy.dram_bytes = 3350.0 * 0.9 * 1e5;  // 100 us of DRAM traffic
+    KernelCost m = estimate_kernel(dev, copy, p);
+    CHECK(m.duration_ns == doctest::Approx(1e5));
+    CHECK(m.dram_bytes == copy.dram_bytes);
+
+    KernelEstimate tiny;
+    tiny.shape = kernel(32, 8, 0, 0, 1);
+    tiny.flops = 10;
+    CHECK(estimate_kernel(dev, tiny, p).duration_ns == p.min_kernel_ns);
+
+    DeviceSpec no_tensor = dev;
+    no_tensor.peak_bf16_tflops = 0;
+    CHECK(peak_flops_per_ns(no_tensor, MathMode::bf16) == doctest::Approx(67e3));
+
+    tiny.flops = -1;
+    CHECK_THROWS_AS(estimate_kernel(dev, tiny, p), ModelError);
 }
