@@ -59,9 +59,11 @@ struct Params {
 };
 
 struct KernelRecord {
-    double issue_ns = 0.0;  // host finished the launch call (eager) or the graph launch
-    double start_ns = 0.0;  // first block started
-    double end_ns = 0.0;    // last block finished
+    double issue_ns = 0.0;     // host finished the launch call (eager), or its graph node became available (graph)
+    double runnable_ns = 0.0;  // issued, and everything before it on its stream (kernels, waits) done
+    double resident_ns = 0.0;  // dispatched and holding one of the device's resident-kernel slots
+    double start_ns = 0.0;     // first block started
+    double end_ns = 0.0;       // last block finished
     std::uint32_t stream = 0;
     std::uint32_t sms_used = 0;  // distinct SMs that ran at least one of its blocks
 };
@@ -70,7 +72,7 @@ struct OpRecord {
     std::uint32_t op = no_op;
     double start_ns = 0.0;  // first kernel start
     double end_ns = 0.0;    // last kernel end
-    std::uint32_t stream = 0;
+    std::uint32_t stream = 0;    // of its first kernel (batch parts of a split op may use several)
     std::uint32_t sms_used = 0;  // most SMs any of its kernels used
 };
 
