@@ -37,7 +37,7 @@ TEST_CASE("braid's plan is valid, never slower than any baseline, and never belo
             opt.mode = mode;
             opt.max_streams = 4;
             std::vector<double> others;
-            for (const std::string& s : {"serial", "glp4nn", "nimble"}) {
+            for (const char* s : {"serial", "glp4nn", "nimble"}) {
                 opt.strategy = s;
                 Plan p = make_plan(t.graph, dev, t.costs, opt);
                 REQUIRE(first_violation(p, t.graph) == "");

@@ -74,21 +74,39 @@ public:
         free_smem_ -= b.smem_bytes * count;
         if (!b.regs_per_warp) return where;
         // Each warp goes to the sub-partition with the most free registers.
+        // Done in bulk: a leader far ahead takes warps until it is level with
+        // the next; sub-partitions that are level take whole rounds at once.
+        const std::uint32_t r = b.regs_per_warp;
         std::uint32_t warps = b.warps * count;
         while (warps > 0) {
-            int best = 0;
-            for (int j = 1; j < sm_subpartitions; ++j)
-                if (free_regs_[j] > free_regs_[best]) best = j;
-            // Give the richest sub-partition as many warps as bring it level
-            // with the next one (at least one), so this loop stays short.
-            std::uint32_t second = 0;
-            for (int j = 0; j < sm_subpartitions; ++j)
-                if (j != best) second = std::max(second, free_regs_[j]);
-            std::uint32_t take = std::max<std::uint32_t>(1, (free_regs_[best] - second) / b.regs_per_warp);
-            take = std::min({take, warps, free_regs_[best] / b.regs_per_warp});
-            free_regs_[best] -= take * b.regs_per_warp;
-            where[best] = static_cast<std::uint16_t>(where[best] + take);
-            warps -= take;
+            std::array<int, sm_subpartitions> order{0, 1, 2, 3};  // richest first, ties by index
+            std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return free_regs_[x] > free_regs_[y]; });
+            const std::uint32_t top = free_regs_[order[0]];
+            if (top - free_regs_[order[1]] >= r) {
+                const std::uint32_t take = std::min({(top - free_regs_[order[1]]) / r, warps, top / r});
+                free_regs_[order[0]] -= take * r;
+                where[order[0]] = static_cast<std::uint16_t>(where[order[0]] + take);
+                warps -= take;
+                continue;
+            }
+            // The level group: within one warp's registers of the richest and able to take a warp.
+            int level = 0;
+            while (level < sm_subpartitions && free_regs_[order[level]] + r > top && free_regs_[order[level]] >= r) ++level;
+            // Whole rounds: each member takes one warp per round; stop before
+            // anyone falls below the next sub-partition or runs out of room.
+            std::uint32_t rounds = warps / static_cast<std::uint32_t>(level);
+            for (int i = 0; i < level; ++i) {
+                rounds = std::min(rounds, free_regs_[order[i]] / r);
+                if (level < sm_subpartitions && free_regs_[order[i]] >= free_regs_[order[level]] + r)
+                    rounds = std::min(rounds, (free_regs_[order[i]] - free_regs_[order[level]]) / r);
+            }
+            if (rounds == 0) rounds = 1;  // a partial round, richest first
+            for (int i = 0; i < level && warps > 0; ++i) {
+                const std::uint32_t take = std::min(rounds, warps);
+                free_regs_[order[i]] -= take * r;
+                where[order[i]] = static_cast<std::uint16_t>(where[order[i]] + take);
+                warps -= take;
+            }
         }
         return where;
     }
