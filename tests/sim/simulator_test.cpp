@@ -98,6 +98,31 @@ TEST_CASE("two kernels that each fill half the SMs finish together on two stream
     CHECK(r1.makespan_ns == doctest::Approx(2 * d));
 }
 
+TEST_CASE("streams beyond the hardware queues share them and serialise in issue order") {
+    // Nine streams, eight queues (CUDA_DEVICE_MAX_CONNECTIONS' default):
+    // stream 8 shares queue 0 with stream 0, so its small kernel waits behind
+    // stream 0's long one although the two are independent.
+    const DeviceSpec& dev = h200();
+    const double d = 40000;
+    ProgramBuilder b(std::vector<int>(9, 0));
+    b.launch(0, one_per_sm("long", 8, d));
+    for (std::uint32_t s = 1; s < 8; ++s) b.launch(s, one_per_sm("other", 8, 1000));
+    b.launch(8, one_per_sm("behind", 8, 1000));
+    Params shared = no_latency();
+    const Result r = simulate(dev, b.p, shared);
+    CHECK(r.kernels[8].start_ns == doctest::Approx(d));
+    CHECK(r.kernels[1].start_ns == doctest::Approx(0.0));  // queue 1 is its own
+    Params own = no_latency();
+    own.eager_hardware_queues = 0;  // one queue per stream
+    CHECK(simulate(dev, b.p, own).kernels[8].start_ns == doctest::Approx(0.0));
+    // Graph launches use the 32 hardware queues: no sharing with nine streams.
+    b.p.mode = LaunchMode::graph;
+    CHECK(simulate(dev, b.p, shared).kernels[8].start_ns == doctest::Approx(0.0));
+    Params bad = no_latency();
+    bad.graph_hardware_queues = -1;
+    CHECK(error_of([&] { (void)simulate(dev, b.p, bad); }).find("hardware queue") != std::string::npos);
+}
+
 TEST_CASE("a kernel that fills the GPU gains nothing from a second stream") {
     const DeviceSpec& dev = h200();
     KernelCost k = kernel_cost("fill", 1, 256, 32, 0);

@@ -3,7 +3,8 @@
 // Each step is a fluid job: it needs duration x footprint units of GPU work
 // and may use at most `footprint` of the GPU at once (its kernels' share of
 // the SMs' block slots); running steps share the GPU in stream-priority
-// order. Streams, waits and host issue latency follow the simulator's rules.
+// order. Streams (on their hardware queues), waits and host issue latency
+// follow the simulator's rules.
 #pragma once
 
 #include <algorithm>
@@ -42,20 +43,18 @@ inline double fluid_makespan_ns(const CompiledPlan& plan, std::span<const FluidS
             issued[s] = params.graph_launch_ns + params.dispatch_latency_ns;
         }
     }
-    // Per stream: its steps in order; per event: the step that records it.
-    const std::uint32_t streams = plan.stream_count();
+    // Per hardware queue (streams share them as in the simulator): its steps
+    // in issue order; per event: the step that records it.
+    const int hw = mode == sim::LaunchMode::graph ? params.graph_hardware_queues : params.eager_hardware_queues;
+    const std::uint32_t streams =
+        hw > 0 ? std::min<std::uint32_t>(plan.stream_count(), static_cast<std::uint32_t>(hw)) : plan.stream_count();
     std::vector<std::vector<std::uint32_t>> queue(streams);
     std::vector<std::uint32_t> recorder(plan.event_count, 0);
     for (std::uint32_t s = 0; s < n; ++s) {
-        queue[plan.steps[s].stream].push_back(s);
+        queue[plan.steps[s].stream % streams].push_back(s);
         if (plan.steps[s].record_event != no_event) recorder[plan.steps[s].record_event] = s;
     }
-    std::vector<std::uint32_t> order(streams);  // streams by priority, most urgent first
-    for (std::uint32_t i = 0; i < streams; ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-        return plan.stream_priorities[a] < plan.stream_priorities[b];
-    });
-
+    std::vector<std::uint32_t> order(streams);  // queues by their head's urgency, recomputed as heads change
     std::vector<double> finish(n, inf);
     std::vector<std::size_t> head(streams, 0);
     std::vector<double> remaining(n, 0.0);
@@ -93,7 +92,13 @@ inline double fluid_makespan_ns(const CompiledPlan& plan, std::span<const FluidS
             }
         }
         if (done == n) break;
-        // Share the GPU: most urgent stream first, each up to its footprint.
+        // Share the GPU: most urgent running step first, each up to its footprint.
+        for (std::uint32_t i = 0; i < streams; ++i) order[i] = i;
+        auto urgency = [&](std::uint32_t q) {
+            const std::uint32_t s = head[q] < queue[q].size() ? queue[q][head[q]] : 0;
+            return std::pair(plan.stream_priorities[plan.steps[s].stream], s);
+        };
+        std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return urgency(a) < urgency(b); });
         double capacity = 1.0, next_finish = inf;
         for (std::uint32_t st : order) {
             rate[st] = 0.0;

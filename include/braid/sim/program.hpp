@@ -55,6 +55,12 @@ struct Params {
     double graph_node_ns = 150.0;             // device-side cost per kernel node of a graph
     double dispatch_latency_ns = 1000.0;      // from a kernel becoming runnable to its first blocks starting
     int max_resident_kernels = 0;             // 0: the device's max_resident_grids
+    // Hardware work queues streams are multiplexed onto (stream s uses queue
+    // s mod n); work of different streams sharing a queue runs in issue
+    // order. Eager: CUDA_DEVICE_MAX_CONNECTIONS, default 8. Graph: the 32
+    // hardware queues of Hyper-Q. 0: one queue per stream.
+    int eager_hardware_queues = 8;
+    int graph_hardware_queues = 32;
     bool share_bandwidth = true;              // slow memory-bound kernels when DRAM is oversubscribed
 };
 

@@ -57,6 +57,8 @@ inline void check_params(const Params& params) {
     need(params.graph_launch_ns, "graph_launch_ns");
     need(params.graph_node_ns, "graph_node_ns");
     need(params.dispatch_latency_ns, "dispatch_latency_ns");
+    if (params.eager_hardware_queues < 0 || params.graph_hardware_queues < 0)
+        throw SimError("sim::Params hardware queue counts must be >= 0 (0: one per stream)");
     if (params.max_resident_kernels < 0)
         throw SimError("sim::Params::max_resident_kernels must be >= 0 (0: the device's limit), got " +
                        std::to_string(params.max_resident_kernels));

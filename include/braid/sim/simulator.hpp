@@ -39,7 +39,7 @@ public:
 
     Result run() {
         setup();
-        for (std::uint32_t s = 0; s < p_.stream_count(); ++s) worklist_.push_back(s);
+        for (std::uint32_t q = 0; q < queues_; ++q) worklist_.push_back(q);
         drain_worklist();
         sample_utilisation();
         while (step()) {
@@ -90,15 +90,18 @@ private:
         sm_words_ = (sms_.sm_count() + 63) / 64;
         sm_bits_.assign(n * sm_words_, 0);
 
-        // Stream FIFOs and, per record, the streams whose waits it releases.
-        stream_begin_.assign(streams + 1, 0);
-        for (const Action& a : p_.actions) ++stream_begin_[a.stream + 1];
-        for (std::uint32_t s = 0; s < streams; ++s) stream_begin_[s + 1] += stream_begin_[s];
+        // Hardware queue FIFOs (one per stream unless streams outnumber the
+        // queues) and, per record, the queues whose waits it releases.
+        const int hw = p_.mode == LaunchMode::graph ? params_.graph_hardware_queues : params_.eager_hardware_queues;
+        queues_ = hw > 0 ? std::min<std::uint32_t>(streams, static_cast<std::uint32_t>(hw)) : streams;
+        stream_begin_.assign(queues_ + 1, 0);
+        for (const Action& a : p_.actions) ++stream_begin_[queue_of(a.stream) + 1];
+        for (std::uint32_t q = 0; q < queues_; ++q) stream_begin_[q + 1] += stream_begin_[q];
         stream_items_.resize(p_.actions.size());
         std::vector<std::uint32_t> fill(stream_begin_.begin(), stream_begin_.end() - 1);
-        for (std::uint32_t a = 0; a < p_.actions.size(); ++a) stream_items_[fill[p_.actions[a].stream]++] = a;
+        for (std::uint32_t a = 0; a < p_.actions.size(); ++a) stream_items_[fill[queue_of(p_.actions[a].stream)]++] = a;
         head_.assign(stream_begin_.begin(), stream_begin_.end() - 1);
-        wake_pending_.assign(streams, 0);
+        wake_pending_.assign(queues_, 0);
 
         waiter_begin_.assign(p_.actions.size() + 1, 0);
         for (std::uint32_t a = 0; a < p_.actions.size(); ++a)
@@ -108,7 +111,7 @@ private:
         fill.assign(waiter_begin_.begin(), waiter_begin_.end() - 1);
         for (std::uint32_t a = 0; a < p_.actions.size(); ++a)
             if (checked_.waited_record[a] != no_action)
-                waiter_streams_[fill[checked_.waited_record[a]]++] = p_.actions[a].stream;
+                waiter_streams_[fill[checked_.waited_record[a]]++] = queue_of(p_.actions[a].stream);
         record_done_.assign(p_.actions.size(), 0);
 
         wall_.reserve(256);
@@ -182,13 +185,14 @@ private:
             ks.phase = Phase::done;
             records_[k].end_ns = now_;
             --resident_;
-            worklist_.push_back(ks.stream);
+            worklist_.push_back(queue_of(ks.stream));
         }
     }
 
-    // Moves stream `s` past everything at its head that is done or can be
-    // done now: issued records complete, satisfied waits pass, a kernel becomes
-    // runnable (and blocks the stream until it ends).
+    // Moves queue `s` (a stream, unless streams share hardware queues) past
+    // everything at its head that is done or can be done now: issued records
+    // complete, satisfied waits pass, a kernel becomes runnable (and blocks
+    // the queue until it ends).
     void advance(std::uint32_t s) {
         const std::uint32_t end = stream_begin_[s + 1];
         while (head_[s] < end) {
@@ -372,8 +376,9 @@ private:
     // record); kept so a model bug reports instead of returning wrong times.
     std::string describe_stall(std::uint32_t k) const {
         const KernelState& ks = kernels_[k];
-        const std::uint32_t h = head_[ks.stream];
-        std::string at = h < stream_begin_[ks.stream + 1] ? describe_action(p_, stream_items_[h]) : "its end";
+        const std::uint32_t q = queue_of(ks.stream);
+        const std::uint32_t h = head_[q];
+        std::string at = h < stream_begin_[q + 1] ? describe_action(p_, stream_items_[h]) : "its end";
         return "simulation stalled: " + describe_kernel(p_, k) + " on stream " + std::to_string(ks.stream) +
                " never finished; the stream is stuck at " + at;
     }
@@ -400,7 +405,10 @@ private:
     std::vector<std::uint64_t> sm_bits_;  // per kernel: SMs it ran on
     std::size_t sm_words_ = 0;
 
-    std::vector<std::uint32_t> stream_begin_;   // stream s's actions: stream_items_[stream_begin_[s] .. [s+1])
+    std::uint32_t queue_of(std::uint32_t stream) const noexcept { return stream % queues_; }
+
+    std::uint32_t queues_ = 1;                  // hardware queues the streams are multiplexed onto
+    std::vector<std::uint32_t> stream_begin_;   // queue q's actions: stream_items_[stream_begin_[q] .. [q+1])
     std::vector<std::uint32_t> stream_items_;
     std::vector<std::uint32_t> head_;           // per stream: its first action not yet passed
     std::vector<std::uint8_t> wake_pending_;
