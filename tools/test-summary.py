@@ -1,23 +1,31 @@
 """Sums doctest's per-program totals from Meson's test log.
 
 Usage: test-summary.py build/meson-logs/testlog.json [more logs...]
-Prints a table per test program and ends with "N passed, M failed".
+Prints a table per test program and ends with "N passed, M failed" over all
+logs. With several logs, each name is prefixed by its build folder.
 Exit status 1 when anything failed or no test ran.
 """
 import json
+import os
 import re
 import sys
 
 SUMMARY = re.compile(r"\[doctest\] test cases:\s*(\d+)\s*\|\s*(\d+) passed\s*\|\s*(\d+) failed\s*\|\s*(\d+) skipped")
 
 passed = failed = skipped = 0
+several = len(sys.argv) > 2
 for path in sys.argv[1:]:
+    prefix = os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(path)))) + "/" if several else ""
+    if not os.path.exists(path):
+        failed += 1
+        print(f"  {path}: missing (its tests did not run)")
+        continue
     with open(path) as log:
         for line in log:
             if not line.strip():
                 continue
             entry = json.loads(line)
-            name = entry["name"]
+            name = prefix + entry["name"]
             result = entry["result"]
             found = SUMMARY.findall(entry.get("stdout", "") or "")
             if result == "SKIP":

@@ -26,6 +26,20 @@ private:
     std::string api_;
 };
 
+// A failed call of a CUDA library (cuBLAS, cuDNN): the API, the status's
+// name and text. cublas.hpp and cudnn.hpp add check() overloads that throw it.
+class LibraryError : public Error {
+public:
+    LibraryError(std::string api, int status, const std::string& message)
+        : Error(message), api_(std::move(api)), status_(status) {}
+    const std::string& api() const noexcept { return api_; }
+    int status() const noexcept { return status_; }
+
+private:
+    std::string api_;
+    int status_;
+};
+
 inline std::string describe(cudaError_t code, const char* api, const std::source_location& where) {
     return std::string(api) + " failed: " + cudaGetErrorName(code) + " (" + cudaGetErrorString(code) + ") at " +
            where.file_name() + ":" + std::to_string(where.line());

@@ -91,6 +91,7 @@ struct Variant {
     double pin_footprint = 2.0;  // ops at least this wide stay on their predecessor's stream
     bool rank_order = false;     // issue in list-schedule order instead of modelled start time
     bool splits = false;
+    bool critical_stream = false;  // the critical path alone on main stream 0, the most urgent
 
     std::uint32_t streams() const { return main_streams + side_streams; }
     std::string describe() const {
@@ -98,11 +99,13 @@ struct Variant {
         if (pin_footprint <= 1.0) d += ", ops wider than " + std::to_string(static_cast<int>(pin_footprint * 100)) + "% kept in line";
         d += rank_order ? ", issued by rank" : ", issued by modelled start";
         if (splits) d += ", batch splits";
+        if (critical_stream) d += ", critical path on its own stream";
         return d;
     }
     nlohmann::json to_json() const {
         return {{"main_streams", main_streams}, {"side_streams", side_streams}, {"pin_footprint", pin_footprint},
-                {"issue_order", rank_order ? "rank" : "modelled_start"}, {"batch_splits", splits}};
+                {"issue_order", rank_order ? "rank" : "modelled_start"}, {"batch_splits", splits},
+                {"critical_stream", critical_stream}};
     }
 };
 
@@ -177,13 +180,16 @@ public:
                     latest_pred = p;
                 }
             const bool side = v.side_streams > 0 && is_side(op);
-            const std::uint32_t first = side ? v.main_streams : 0;
-            const std::uint32_t count = side ? v.side_streams : v.main_streams;
+            const bool critical = v.critical_stream && on_critical_path_.count(op) != 0;
+            // The critical path owns main stream 0; the rest share the others.
+            const std::uint32_t reserved = v.critical_stream && v.main_streams > 1 ? 1u : 0u;
+            const std::uint32_t first = side ? v.main_streams : critical ? 0u : reserved;
+            const std::uint32_t count = side ? v.side_streams : critical ? 1u : v.main_streams - reserved;
             const Op& info = graph_.op(op);
 
             Placement pl{op, {}};
             std::uint32_t parts = 1;
-            if (v.splits && !side && info.splittable() &&
+            if (v.splits && !side && !critical && info.splittable() &&
                 (costs_[op].launches_per_image > 0 || facts_[op].footprint < 0.5))
                 parts = glp4nn_streams(dev_, info, costs_[op], count);
             if (parts > 1) {
@@ -287,11 +293,13 @@ inline std::vector<Variant> variants(std::uint32_t max_streams, bool any_side, b
         for (std::uint32_t side : sides)
             for (double pin : {0.75, 2.0})
                 for (bool rank_order : {false, true})
-                    for (bool splits : {false, true}) {
-                        if (splits && !any_splittable) continue;
-                        if (k == 1 && pin <= 1.0) continue;  // one stream: nothing to pin against
-                        out.push_back(Variant{k - side, side, pin, rank_order, splits});
-                    }
+                    for (bool splits : {false, true})
+                        for (bool critical : {false, true}) {
+                            if (splits && !any_splittable) continue;
+                            if (k == 1 && (pin <= 1.0 || critical)) continue;  // one stream: nothing to arrange
+                            if (critical && k - side < 2) continue;
+                            out.push_back(Variant{k - side, side, pin, rank_order, splits, critical});
+                        }
     }
     return out;
 }

@@ -1,0 +1,281 @@
+// braid-train: trains a sample network (GoogLeNet, ResNet-18..152) on
+// seeded synthetic data and reports loss, time and images per second. The
+// host backend runs the reference CPU layers on braid's executor, in the
+// plan a strategy makes from roofline estimates for --device (or a
+// plan.json); --check trains a second model with the serial runner and
+// compares every weight bit for bit.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "braid/backend/host.hpp"
+#include "braid/error.hpp"
+#include "braid/model/device_table.hpp"
+#include "braid/model/estimate.hpp"
+#include "braid/scheduler/executor.hpp"
+#include "braid/scheduler/plan_json.hpp"
+#include "braid/scheduler/planner.hpp"
+#include "nets/zoo.hpp"
+#include "train/host_model.hpp"
+#include "train/summary.hpp"
+#include "train/training_graph.hpp"
+
+namespace {
+
+using namespace braid::samples;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+    TrainConfig train;
+    std::uint32_t iterations = 10;
+    bool summary = false;
+    bool check = false;
+    bool no_aux = false;
+    std::string backend = "host";
+    std::string strategy = "serial";
+    std::string mode = "eager";
+    std::string device = "h200";
+    std::uint32_t max_streams = 8;
+};
+
+// A usage error: message, exit status 2.
+struct UsageError {
+    std::string message;
+};
+
+void validate(const Options& o) {
+    const std::vector<std::string>& strategies = braid::strategy_names();
+    const bool named = std::find(strategies.begin(), strategies.end(), o.strategy) != strategies.end();
+    if (!named) {
+        if (std::filesystem::path(o.strategy).extension() != ".json")
+            throw UsageError{"--strategy '" + o.strategy +
+                             "' is neither serial, glp4nn, nimble, braid nor a plan file (*.json)"};
+        if (!std::filesystem::is_regular_file(o.strategy))
+            throw UsageError{"--strategy: plan file '" + o.strategy + "' does not exist"};
+    }
+    if (o.backend == "cuda")
+        throw UsageError{"--backend cuda: this build of braid-train has no CUDA implementation of the sample layers "
+                         "yet; use --backend host"};
+    if (o.mode == "graph")
+        throw UsageError{"--mode graph replays a captured CUDA graph and needs --backend cuda; the host backend runs "
+                         "eagerly"};
+}
+
+// Redraws "op i/n" on stderr while an iteration runs, when stderr is a
+// terminal. Bodies finish on the executor's worker threads: it counts them
+// as a profiling hook and draws from whichever thread finishes one.
+class Progress : public braid::ProfilingHook {
+public:
+    Progress(bool enabled, std::size_t ops_per_iteration) : enabled_(enabled), total_(ops_per_iteration) {}
+    void begin(std::uint32_t iteration, std::uint32_t iterations) {
+        std::lock_guard lock(mutex_);
+        iteration_ = iteration;
+        iterations_ = iterations;
+        done_ = 0;
+        last_ = Clock::now();
+    }
+    void op_begin(const braid::OpContext&) override {}
+    void op_end(const braid::OpContext& ctx) override {
+        if (!enabled_ || ctx.part + 1 != ctx.parts) return;  // an op is done with its last part
+        std::lock_guard lock(mutex_);
+        ++done_;
+        const auto now = Clock::now();
+        if (now - last_ < std::chrono::milliseconds(200)) return;
+        last_ = now;
+        drawn_ = true;
+        fmt::print(stderr, "\r  iteration {}/{}: op {}/{} ({:.0f}%)   ", iteration_, iterations_, done_, total_,
+                   100.0 * static_cast<double>(done_) / static_cast<double>(total_));
+        std::fflush(stderr);
+    }
+    void clear() {
+        std::lock_guard lock(mutex_);
+        if (!drawn_) return;
+        fmt::print(stderr, "\r{:60}\r", "");
+        std::fflush(stderr);
+        drawn_ = false;
+    }
+
+private:
+    bool enabled_;
+    std::size_t total_;
+    std::mutex mutex_;
+    bool drawn_ = false;
+    std::size_t done_ = 0;
+    std::uint32_t iteration_ = 0, iterations_ = 0;
+    Clock::time_point last_;
+};
+
+// The plan the executor runs: a strategy's, made from roofline estimates of
+// the graph's kernels on `device`, or one loaded from a file.
+braid::Plan make_training_plan(const Options& o, const TrainingGraph& tg, const braid::DeviceSpec& device) {
+    if (std::filesystem::path(o.strategy).extension() == ".json") return braid::load_plan(o.strategy, tg.graph);
+    const braid::OpCosts costs = braid::estimate_costs(device, op_estimates(tg));
+    braid::PlanOptions options;
+    options.strategy = o.strategy;
+    options.max_streams = o.max_streams;
+    return braid::make_plan(tg.graph, device, costs, options);
+}
+
+int train(const Options& o) {
+    TrainConfig config = o.train;
+    config.model.aux_classifiers = !o.no_aux;
+    const TrainingGraph tg = build_training_graph(config);
+    const NetConfig& m = config.model;
+
+    if (o.summary) {
+        const braid::DeviceSpec& device = braid::find_device(o.device);
+        fmt::print("{}", format_layer_table(tg.network));
+        fmt::print("{}", format_graph_summary(tg, &device));
+        return 0;
+    }
+
+    fmt::print("{}: batch {}, {}x{} images, {} classes, width scale {}, {} parameters; {} backend, {} strategy, "
+               "seed {}\n",
+               m.net, m.batch, m.image, m.image, m.classes, m.width_scale, tg.network.parameter_count(), o.backend,
+               o.strategy, config.seed);
+    std::fflush(stdout);
+
+    const braid::DeviceSpec& device = braid::find_device(o.device);
+    const braid::Plan plan = make_training_plan(o, tg, device);
+    std::size_t split_steps = 0;
+    for (const braid::PlanStep& s : plan.steps) split_steps += s.parts > 1 ? 1 : 0;
+    fmt::print("plan: {} ({}), {} streams, {} steps ({} batch parts), {} waits\n", plan.strategy,
+               plan.device.empty() ? std::string("no device") : "for " + plan.device, plan.stream_count(),
+               plan.steps.size(), split_steps, plan.waits.size());
+    std::fflush(stdout);
+
+    HostModel model(tg);
+    braid::HostBackend backend;
+    std::vector<braid::Executor<braid::HostBackend>::Body> bodies;
+    for (const HostBody& body : model.bodies())
+        bodies.push_back([body](braid::HostLane&, const braid::OpContext& ctx) { body(ctx); });
+    braid::Executor<braid::HostBackend> executor(tg.graph, plan, backend, std::move(bodies));
+    Progress progress(isatty(fileno(stderr)) != 0, tg.graph.op_count());
+    executor.set_profiling_hook(&progress);
+    double steady_seconds = 0.0;
+    for (std::uint32_t it = 1; it <= o.iterations; ++it) {
+        progress.begin(it, o.iterations);
+        const auto start = Clock::now();
+        executor.run();
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        progress.clear();
+        if (it > 1 || o.iterations == 1) steady_seconds += seconds;
+        fmt::print("iteration {:>{}}/{}  loss {:.6f}  {:.1f} ms  {:.1f} images/s\n", it,
+                   std::to_string(o.iterations).size(), o.iterations, model.loss(), seconds * 1e3, m.batch / seconds);
+        std::fflush(stdout);
+    }
+    // The first iteration warms caches and starts the workers: left out of the mean.
+    const std::uint32_t timed = o.iterations > 1 ? o.iterations - 1 : 1;
+    fmt::print("mean over iteration{} {}: {:.1f} ms per iteration, {:.1f} images/s\n", timed > 1 ? "s" : "",
+               o.iterations > 1 ? fmt::format("2..{}", o.iterations) : std::string("1"), steady_seconds / timed * 1e3,
+               m.batch * timed / steady_seconds);
+
+    if (o.check) {
+        HostModel reference(tg);
+        for (std::uint32_t it = 0; it < o.iterations; ++it) reference.run_serial_iteration();
+        const WeightComparison cmp = compare_weights(model, reference);
+        fmt::print("check against a serial run: {}\n", cmp.describe());
+        return cmp.identical ? 0 : 1;
+    }
+    return 0;
+}
+
+// "must be at least N" instead of CLI11's range text with DBL_MAX in it.
+CLI::Validator at_least(double lowest) {
+    return CLI::Validator(
+        [lowest](std::string& text) -> std::string {
+            try {
+                std::size_t used = 0;
+                const double v = std::stod(text, &used);
+                if (used == text.size() && v >= lowest) return {};
+            } catch (const std::exception&) {
+            }
+            return "must be a number of at least " + fmt::format("{}", lowest) + ", got '" + text + "'";
+        },
+        ">=" + fmt::format("{}", lowest));
+}
+
+CLI::Validator positive() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            try {
+                std::size_t used = 0;
+                const double v = std::stod(text, &used);
+                if (used == text.size() && v > 0.0 && std::isfinite(v)) return {};
+            } catch (const std::exception&) {
+            }
+            return "must be a positive number, got '" + text + "'";
+        },
+        ">0");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    NetConfig& m = o.train.model;
+    CLI::App app{"Trains GoogLeNet or ResNet on seeded synthetic data with braid, reporting loss and speed.",
+                 "braid-train"};
+    app.add_option("--net", m.net, "network")
+        ->required()
+        ->check(CLI::IsMember(network_names()));
+    app.add_option("--batch", m.batch, "images per iteration")->check(at_least(1))->capture_default_str();
+    app.add_option("--image", m.image, "image height and width in pixels")->check(at_least(1))->capture_default_str();
+    app.add_option("--classes", m.classes, "number of classes")->check(at_least(2))->capture_default_str();
+    app.add_option("--iters", o.iterations, "training iterations")->check(at_least(1))->capture_default_str();
+    app.add_option("--seed", o.train.seed, "seed of parameters, data and dropout")->capture_default_str();
+    app.add_option("--data-batches", o.train.data_batches,
+                   "cycle through this many fixed synthetic batches (0: a fresh batch every iteration)")
+        ->capture_default_str();
+    app.add_option("--width-scale", m.width_scale, "multiplies every hidden channel count")
+        ->check(positive())
+        ->capture_default_str();
+    app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers");
+    app.add_option("--lr", o.train.optimizer.learning_rate, "SGD learning rate")->capture_default_str();
+    app.add_option("--momentum", o.train.optimizer.momentum, "SGD momentum")->capture_default_str();
+    app.add_option("--weight-decay", o.train.optimizer.weight_decay, "L2 weight decay of weights")
+        ->capture_default_str();
+    app.add_flag("--summary", o.summary, "print the layers and the training graph, then exit");
+    app.add_option("--device", o.device, "device the plan and --summary's estimate are made for (braid-devices lists them)")
+        ->capture_default_str();
+    app.add_option("--backend", o.backend, "where the layers run")
+        ->check(CLI::IsMember({"host", "cuda"}))
+        ->capture_default_str();
+    app.add_option("--strategy", o.strategy, "serial, glp4nn, nimble, braid or a plan.json")->capture_default_str();
+    app.add_option("--streams", o.max_streams, "most streams (host worker threads) a glp4nn or braid plan may use")
+        ->check(at_least(1))
+        ->capture_default_str();
+    app.add_option("--mode", o.mode, "eager launches or one replayed CUDA graph")
+        ->check(CLI::IsMember({"eager", "graph"}))
+        ->capture_default_str();
+    app.add_flag("--check", o.check, "train a second model serially and compare every weight bitwise");
+    CLI11_PARSE(app, argc, argv);
+
+    try {
+        validate(o);
+        return train(o);
+    } catch (const UsageError& e) {
+        fmt::print(stderr, "braid-train: error: {}\n", e.message);
+        return 2;
+    } catch (const ShapeError& e) {
+        fmt::print(stderr, "braid-train: error: {}\n", e.what());
+        return 2;
+    } catch (const braid::Error& e) {
+        fmt::print(stderr, "braid-train: error: {}\n", e.what());
+        return 1;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "braid-train: error: {}\n", e.what());
+        return 1;
+    }
+}

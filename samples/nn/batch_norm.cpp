@@ -1,0 +1,163 @@
+#include "nn/batch_norm.hpp"
+
+#include <cmath>
+
+#include "nn/launch.hpp"
+#include "nn/sgd.hpp"
+
+namespace braid::samples {
+
+BatchNorm2d::BatchNorm2d(Shape4 input, BatchNormConfig cfg) : config(cfg), in(input) {
+    if (in.elements() == 0) throw ShapeError("batch norm: empty input " + to_string(in));
+    if (!(cfg.epsilon > 0.0f)) throw ShapeError("batch norm: epsilon must be > 0");
+    if (!(cfg.momentum >= 0.0f && cfg.momentum <= 1.0f)) throw ShapeError("batch norm: momentum must be in [0, 1]");
+}
+
+std::vector<ParamSpec> BatchNorm2d::parameters() const {
+    return {{"gamma", vector_shape(in.c), 0, InitRule::ones, false},
+            {"beta", vector_shape(in.c), 0, InitRule::zeros, false}};
+}
+
+std::vector<AuxBufferSpec> BatchNorm2d::aux_buffers() const {
+    return {{"running_mean", vector_shape(in.c), BufferRole::state, InitRule::zeros},
+            {"running_var", vector_shape(in.c), BufferRole::state, InitRule::ones},
+            {"saved_mean", vector_shape(in.c), BufferRole::saved, InitRule::zeros},
+            {"saved_inv_std", vector_shape(in.c), BufferRole::saved, InitRule::zeros}};
+}
+
+PassWork BatchNorm2d::work(Pass p) const {
+    const double e = static_cast<double>(in.elements()), t = float_bytes(in.elements()), c = float_bytes(in.c);
+    switch (p) {
+        case Pass::forward: return {8.0 * e, 2 * t + t + 6 * c};  // statistics read x; normalize reads x, writes y
+        case Pass::backward_data: return {9.0 * e, 2 * (2 * t) + t + 3 * c};  // sums read x, dy; dx pass re-reads
+        case Pass::backward_weight: return {4.0 * e, 2 * t + 4 * c};
+        case Pass::update: return sgd_work(2ull * in.c);
+    }
+    return {};
+}
+
+std::vector<braid::KernelEstimate> BatchNorm2d::kernels(Pass p, const EstimateOptions&) const {
+    const double e = static_cast<double>(in.elements()), t = float_bytes(in.elements()), c = float_bytes(in.c);
+    switch (p) {
+        // After PyTorch's native CUDA batch norm for NCHW: a per-channel
+        // statistics kernel (one block per channel), then an elementwise pass.
+        case Pass::forward:
+            return {row_reduction_kernel("bn_forward_statistics", in.c, 3.0 * e, t + 4 * c),
+                    elementwise_kernel("bn_forward_normalize", in.elements(), 5.0 * e, 2 * t + 2 * c)};
+        case Pass::backward_data:
+            return {row_reduction_kernel("bn_backward_reduce", in.c, 4.0 * e, 2 * t + 2 * c),
+                    elementwise_kernel("bn_backward_data", in.elements(), 5.0 * e, 3 * t + c)};
+        case Pass::backward_weight: return {row_reduction_kernel("bn_backward_reduce", in.c, 4.0 * e, 2 * t + 4 * c)};
+        case Pass::update: return sgd_kernels(2ull * in.c);
+    }
+    return {};
+}
+
+template <class T>
+void batch_norm_forward_training(const BatchNorm2d& layer, TensorView<const T> x, const T* gamma, const T* beta,
+                                 TensorView<T> y, T* saved_mean, T* saved_inv_std, T* running_mean, T* running_var) {
+    const Shape4 s = layer.in;
+    const std::uint64_t plane = s.plane_elements();
+    const double count = static_cast<double>(s.n) * static_cast<double>(plane);
+    const double momentum = layer.config.momentum;
+    for (std::uint32_t c = 0; c < s.c; ++c) {
+        // Two passes in double: the variance does not lose digits to the mean.
+        double sum = 0.0;
+        for (std::uint32_t n = 0; n < s.n; ++n) {
+            const T* xp = x.plane(n, c);
+            for (std::uint64_t i = 0; i < plane; ++i) sum += static_cast<double>(xp[i]);
+        }
+        const double mean = sum / count;
+        double squares = 0.0;
+        for (std::uint32_t n = 0; n < s.n; ++n) {
+            const T* xp = x.plane(n, c);
+            for (std::uint64_t i = 0; i < plane; ++i) {
+                const double d = static_cast<double>(xp[i]) - mean;
+                squares += d * d;
+            }
+        }
+        const double var = squares / count;
+        const T mean_t = static_cast<T>(mean);
+        const T inv_std = static_cast<T>(1.0 / std::sqrt(var + static_cast<double>(layer.config.epsilon)));
+        saved_mean[c] = mean_t;
+        saved_inv_std[c] = inv_std;
+        const double unbiased = count > 1.0 ? var * count / (count - 1.0) : var;
+        running_mean[c] = static_cast<T>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * mean);
+        running_var[c] = static_cast<T>((1.0 - momentum) * static_cast<double>(running_var[c]) + momentum * unbiased);
+        const T g = gamma[c], b = beta[c];
+        for (std::uint32_t n = 0; n < s.n; ++n) {
+            const T* xp = x.plane(n, c);
+            T* yp = y.plane(n, c);
+            for (std::uint64_t i = 0; i < plane; ++i) yp[i] = g * ((xp[i] - mean_t) * inv_std) + b;
+        }
+    }
+}
+
+namespace {
+
+// sum(dy) and sum(dy * xhat) of channel c, in double, images in order.
+template <class T>
+void channel_sums(const Shape4& s, TensorView<const T> x, TensorView<const T> dy, std::uint32_t c, T mean, T inv_std,
+                  double& sum_dy, double& sum_dy_xhat) {
+    const std::uint64_t plane = s.plane_elements();
+    sum_dy = 0.0;
+    sum_dy_xhat = 0.0;
+    for (std::uint32_t n = 0; n < s.n; ++n) {
+        const T* xp = x.plane(n, c);
+        const T* dyp = dy.plane(n, c);
+        for (std::uint64_t i = 0; i < plane; ++i) {
+            const T xhat = (xp[i] - mean) * inv_std;
+            sum_dy += static_cast<double>(dyp[i]);
+            sum_dy_xhat += static_cast<double>(dyp[i]) * static_cast<double>(xhat);
+        }
+    }
+}
+
+}  // namespace
+
+template <class T>
+void batch_norm_backward_data(const BatchNorm2d& layer, TensorView<const T> x, TensorView<const T> dy, const T* gamma,
+                              const T* saved_mean, const T* saved_inv_std, TensorView<T> dx) {
+    const Shape4 s = layer.in;
+    const std::uint64_t plane = s.plane_elements();
+    const double count = static_cast<double>(s.n) * static_cast<double>(plane);
+    for (std::uint32_t c = 0; c < s.c; ++c) {
+        double sum_dy = 0.0, sum_dy_xhat = 0.0;
+        channel_sums(s, x, dy, c, saved_mean[c], saved_inv_std[c], sum_dy, sum_dy_xhat);
+        const T mean_dy = static_cast<T>(sum_dy / count), mean_dy_xhat = static_cast<T>(sum_dy_xhat / count);
+        const T scale = gamma[c] * saved_inv_std[c];
+        for (std::uint32_t n = 0; n < s.n; ++n) {
+            const T* xp = x.plane(n, c);
+            const T* dyp = dy.plane(n, c);
+            T* dxp = dx.plane(n, c);
+            for (std::uint64_t i = 0; i < plane; ++i) {
+                const T xhat = (xp[i] - saved_mean[c]) * saved_inv_std[c];
+                dxp[i] = scale * (dyp[i] - mean_dy - xhat * mean_dy_xhat);
+            }
+        }
+    }
+}
+
+template <class T>
+void batch_norm_backward_weight(const BatchNorm2d& layer, TensorView<const T> x, TensorView<const T> dy,
+                                const T* saved_mean, const T* saved_inv_std, T* dgamma, T* dbeta) {
+    for (std::uint32_t c = 0; c < layer.in.c; ++c) {
+        double sum_dy = 0.0, sum_dy_xhat = 0.0;
+        channel_sums(layer.in, x, dy, c, saved_mean[c], saved_inv_std[c], sum_dy, sum_dy_xhat);
+        dgamma[c] = static_cast<T>(sum_dy_xhat);
+        dbeta[c] = static_cast<T>(sum_dy);
+    }
+}
+
+#define BRAID_SAMPLES_BN(T)                                                                                         \
+    template void batch_norm_forward_training<T>(const BatchNorm2d&, TensorView<const T>, const T*, const T*,        \
+                                                 TensorView<T>, T*, T*, T*, T*);                                     \
+    template void batch_norm_backward_data<T>(const BatchNorm2d&, TensorView<const T>, TensorView<const T>, const T*, \
+                                              const T*, const T*, TensorView<T>);                                    \
+    template void batch_norm_backward_weight<T>(const BatchNorm2d&, TensorView<const T>, TensorView<const T>,         \
+                                                const T*, const T*, T*, T*);
+BRAID_SAMPLES_BN(float)
+BRAID_SAMPLES_BN(double)
+#undef BRAID_SAMPLES_BN
+
+}  // namespace braid::samples

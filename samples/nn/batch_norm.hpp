@@ -1,0 +1,54 @@
+// Batch normalization in training mode (Ioffe & Szegedy 2015): normalizes
+// each channel with the batch's mean and biased variance, keeps them for
+// backward, and updates running statistics with the unbiased variance (as
+// PyTorch and cuDNN do). Needs the whole batch: no pass is splittable.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/layer.hpp"
+
+namespace braid::samples {
+
+struct BatchNormConfig {
+    float epsilon = 1e-5f;
+    float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch
+};
+
+struct BatchNorm2d {
+    BatchNormConfig config;
+    Shape4 in;
+
+    BatchNorm2d(Shape4 input, BatchNormConfig cfg);
+
+    // Order of aux_buffers().
+    enum AuxSlot : std::uint32_t { running_mean = 0, running_var = 1, saved_mean = 2, saved_inv_std = 3 };
+
+    LayerKind kind() const noexcept { return LayerKind::batch_norm; }
+    std::vector<Shape4> inputs() const { return {in}; }
+    Shape4 output() const noexcept { return in; }
+    std::vector<ParamSpec> parameters() const;  // gamma (ones), beta (zeros); neither is decayed
+    std::vector<AuxBufferSpec> aux_buffers() const;
+    bool has_pass(Pass) const noexcept { return true; }
+    bool splittable(Pass) const noexcept { return false; }
+    PassWork work(Pass p) const;
+    std::vector<braid::KernelEstimate> kernels(Pass p, const EstimateOptions& options) const;
+};
+
+// y = gamma * (x - mean) / sqrt(var + eps) + beta with batch statistics;
+// writes saved_mean, saved_inv_std and updates running_mean, running_var.
+template <class T>
+void batch_norm_forward_training(const BatchNorm2d& layer, TensorView<const T> x, const T* gamma, const T* beta,
+                                 TensorView<T> y, T* saved_mean, T* saved_inv_std, T* running_mean, T* running_var);
+// dx from dy. Recomputes the two per-channel sums the weight gradient also
+// needs, so that dx does not wait for backward_weight.
+template <class T>
+void batch_norm_backward_data(const BatchNorm2d& layer, TensorView<const T> x, TensorView<const T> dy, const T* gamma,
+                              const T* saved_mean, const T* saved_inv_std, TensorView<T> dx);
+// dgamma = sum(dy * xhat), dbeta = sum(dy) per channel.
+template <class T>
+void batch_norm_backward_weight(const BatchNorm2d& layer, TensorView<const T> x, TensorView<const T> dy,
+                                const T* saved_mean, const T* saved_inv_std, T* dgamma, T* dbeta);
+
+}  // namespace braid::samples

@@ -1,0 +1,30 @@
+// SGD with momentum and L2 weight decay, PyTorch's formulation:
+//   g = grad + weight_decay * param   (decayed tensors only)
+//   v = momentum * v + g
+//   param = param - learning_rate * v
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/layer.hpp"
+
+namespace braid::samples {
+
+struct SgdConfig {
+    float learning_rate = 0.01f;
+    float momentum = 0.9f;
+    float weight_decay = 5e-4f;
+};
+
+template <class T>
+void sgd_momentum_update(const SgdConfig& config, T* param, const T* grad, T* velocity, std::uint64_t elements,
+                         bool decay);
+
+// One update op covers all the parameter tensors of a layer (a multi-tensor
+// kernel, as fused optimizers launch): reads param, grad, velocity; writes
+// param, velocity.
+PassWork sgd_work(std::uint64_t parameters);
+std::vector<braid::KernelEstimate> sgd_kernels(std::uint64_t parameters);
+
+}  // namespace braid::samples

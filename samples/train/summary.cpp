@@ -1,0 +1,72 @@
+#include "train/summary.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "braid/model/estimate.hpp"
+
+namespace braid::samples {
+
+std::vector<SummaryRow> summarize(const Network& net) {
+    std::vector<SummaryRow> rows;
+    for (const LayerNode& l : net.layers())
+        rows.push_back(SummaryRow{l.name, kind_of(l.spec), output_of(l.spec), parameter_count(l.spec),
+                                  work_of(l.spec, Pass::forward).flops / net.batch()});
+    return rows;
+}
+
+std::string format_layer_table(const Network& net) {
+    const std::vector<SummaryRow> rows = summarize(net);
+    std::size_t name_width = 5;
+    for (const SummaryRow& r : rows) name_width = std::max(name_width, r.name.size());
+    std::string out = fmt::format("{:<{}}  {:<15}  {:>14}  {:>12}  {:>14}\n", "layer", name_width, "kind",
+                                  "output (CxHxW)", "parameters", "fwd MFLOP/img");
+    std::uint64_t params = 0;
+    double flops = 0.0;
+    for (const SummaryRow& r : rows) {
+        out += fmt::format("{:<{}}  {:<15}  {:>14}  {:>12}  {:>14.3f}\n", r.name, name_width, to_string(r.kind),
+                           image_shape_string(r.output), r.parameters, r.forward_flops_per_image / 1e6);
+        params += r.parameters;
+        flops += r.forward_flops_per_image;
+    }
+    const Shape4 in = net.input_shape();
+    out += fmt::format("{}: {} layers, {} parameters, {:.3f} GFLOP per image forward ({}x{}x{} images, {} classes)\n",
+                       net.name(), rows.size(), params, flops / 1e9, in.c, in.h, in.w, net.classes());
+    return out;
+}
+
+std::string format_graph_summary(const TrainingGraph& tg, const braid::DeviceSpec* device,
+                                 const EstimateOptions& options) {
+    std::map<braid::OpKind, std::size_t> by_kind;
+    std::size_t splittable = 0;
+    for (const braid::Op& op : tg.graph.ops()) {
+        ++by_kind[op.kind];
+        if (op.splittable()) ++splittable;
+    }
+    std::string kinds;
+    for (const auto& [kind, count] : by_kind) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", count, braid::to_string(kind));
+    std::string out = fmt::format(
+        "training step: {} ops ({}), {} splittable over the batch of {}, {} gradient sums, {} edges, {} buffers, "
+        "{:.1f} MiB allocated\n",
+        tg.graph.op_count(), kinds, splittable, tg.batch(), tg.gradient_sums.size(), tg.graph.edge_count(),
+        tg.graph.buffer_count(), static_cast<double>(tg.allocated_bytes()) / (1024.0 * 1024.0));
+    if (device) {
+        const braid::OpCosts costs = braid::estimate_costs(*device, op_estimates(tg, options));
+        const std::vector<double> durations = braid::op_durations_ns(costs);
+        double serial_ns = 0.0;
+        std::size_t kernels = 0;
+        for (std::size_t i = 0; i < costs.size(); ++i) {
+            serial_ns += durations[i];
+            kernels += costs[i].kernels.size();
+        }
+        const braid::CriticalPath cp = tg.graph.critical_path(durations);
+        out += fmt::format(
+            "roofline estimate on {} ({}): {} kernels, {:.3f} ms serial, critical path {:.3f} ms ({} ops)\n",
+            device->key, device->name, kernels, serial_ns / 1e6, cp.length_ns / 1e6, cp.ops.size());
+    }
+    return out;
+}
+
+}  // namespace braid::samples

@@ -1,0 +1,132 @@
+// braid-train's command line: bad arguments fail with a message that names
+// the argument; short runs on the executor, in every strategy's plan and in
+// a plan from a file, report loss and speed and pass --check (bitwise the
+// serial runner's weights).
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "braid/model/device_table.hpp"
+#include "braid/scheduler/plan_json.hpp"
+#include "braid/scheduler/planner.hpp"
+#include "train/training_graph.hpp"
+
+#ifdef BRAID_TRAIN_PATH
+
+namespace {
+
+struct Run {
+    int status = -1;
+    std::string output;  // stdout and stderr
+};
+
+Run braid_train(const std::string& args) {
+    const std::string command = std::string(BRAID_TRAIN_PATH) + " " + args + " 2>&1";
+    Run run;
+    FILE* pipe = popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::array<char, 4096> buffer{};
+    while (fgets(buffer.data(), static_cast<int>(buffer.size()), pipe)) run.output += buffer.data();
+    const int raw = pclose(pipe);
+    run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    return run;
+}
+
+void check_fails(const std::string& args, const std::string& expected) {
+    CAPTURE(args);
+    const Run run = braid_train(args);
+    CAPTURE(run.output);
+    CHECK(run.status != 0);
+    CHECK(run.output.find(expected) != std::string::npos);
+}
+
+const std::string tiny = "--image 32 --width-scale 0.125 --batch 2 --classes 4 --iters 2";
+
+// A braid plan for `net` in the `tiny` configuration, written to a file.
+std::string write_plan(const std::string& net) {
+    braid::samples::TrainConfig c;
+    c.model.net = net;
+    c.model.image = 32;
+    c.model.width_scale = 0.125;
+    c.model.batch = 2;
+    c.model.classes = 4;
+    const braid::samples::TrainingGraph tg = braid::samples::build_training_graph(c);
+    const braid::DeviceSpec& device = braid::find_device("a100");
+    braid::PlanOptions options;
+    options.strategy = "braid";
+    const braid::Plan plan =
+        braid::make_plan(tg.graph, device, braid::estimate_costs(device, braid::samples::op_estimates(tg)), options);
+    const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                       ("braid-samples-" + net + "-" + std::to_string(getpid()) + ".json");
+    std::ofstream(path) << braid::to_json(plan, tg.graph).dump(1);
+    return path.string();
+}
+
+}  // namespace
+
+TEST_SUITE("cpu") {
+
+TEST_CASE("braid-train rejects bad arguments with a clear error") {
+    check_fails("--net alexnet", "--net: alexnet not in {googlenet,resnet18,resnet34,resnet50,resnet101,resnet152}");
+    check_fails("", "--net is required");
+    check_fails("--net resnet18 --batch 0", "--batch: must be a number of at least 1, got '0'");
+    check_fails("--net resnet18 --classes 1", "--classes: must be a number of at least 2");
+    check_fails("--net resnet18 --width-scale 0", "--width-scale: must be a positive number");
+    check_fails("--net resnet18 --iters 0", "--iters: must be a number of at least 1");
+    check_fails("--net googlenet --image 16", "the smallest image googlenet accepts is 47x47");
+    check_fails("--net googlenet --no-aux --image 16", "the smallest image googlenet accepts is 31x31");
+    check_fails("--net resnet18 --backend tpu", "--backend: tpu not in {host,cuda}");
+    check_fails("--net resnet18 --backend cuda " + tiny, "--backend cuda");
+    check_fails("--net resnet18 --mode graph " + tiny, "--mode graph");
+    check_fails("--net resnet18 --strategy fastest " + tiny, "--strategy 'fastest' is neither");
+    check_fails("--net resnet18 --strategy /nonexistent/plan.json " + tiny, "plan file '/nonexistent/plan.json' does not exist");
+    check_fails("--net resnet18 --device tpu3 --summary", "unknown device 'tpu3'");
+}
+
+TEST_CASE("braid-train trains, reports and checks") {
+    const Run run = braid_train("--net resnet18 " + tiny + " --check");
+    CAPTURE(run.output);
+    CHECK(run.status == 0);
+    CHECK(run.output.find("iteration 1/2  loss ") != std::string::npos);
+    CHECK(run.output.find("images/s") != std::string::npos);
+    CHECK(run.output.find("check against a serial run: bitwise identical") != std::string::npos);
+
+    for (const std::string strategy : {"braid", "nimble", "glp4nn --streams 3"}) {
+        const Run planned = braid_train("--net googlenet --image 47 --width-scale 0.125 --batch 3 --classes 4 "
+                                        "--iters 2 --check --strategy " + strategy);
+        CAPTURE(planned.output);
+        CHECK(planned.status == 0);
+        CHECK(planned.output.find("plan: " + strategy.substr(0, strategy.find(' '))) != std::string::npos);
+        CHECK(planned.output.find("check against a serial run: bitwise identical") != std::string::npos);
+    }
+
+    const Run summary = braid_train("--net resnet50 --summary");
+    CAPTURE(summary.output);
+    CHECK(summary.status == 0);
+    CHECK(summary.output.find("25557032 parameters") != std::string::npos);
+    CHECK(summary.output.find("layer1.0.conv1") != std::string::npos);
+    CHECK(summary.output.find("roofline estimate on h200") != std::string::npos);
+}
+
+TEST_CASE("braid-train runs a plan from a file, and refuses one made for another graph") {
+    const std::string plan = write_plan("resnet18");
+    const Run ok = braid_train("--net resnet18 " + tiny + " --check --strategy " + plan);
+    CAPTURE(ok.output);
+    CHECK(ok.status == 0);
+    CHECK(ok.output.find("plan: braid (for a100)") != std::string::npos);
+    CHECK(ok.output.find("bitwise identical") != std::string::npos);
+    check_fails("--net resnet34 " + tiny + " --strategy " + plan, "this plan was made for graph");
+    std::filesystem::remove(plan);
+}
+
+}  // TEST_SUITE
+
+#endif

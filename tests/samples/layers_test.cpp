@@ -1,0 +1,423 @@
+// The reference CPU layers: gradients against central finite differences in
+// double (tolerance 1e-6 relative to max(1, |gradient|), step 1e-6), and
+// the batch-range contract: a splittable body run in parts gives exactly the
+// bits of one whole-batch call and touches no other image.
+#include <doctest/doctest.h>
+
+#include <limits>
+
+#include "nn/gradient_sum.hpp"
+#include "nn/layers.hpp"
+#include "nn/sgd.hpp"
+#include "samples_test_util.hpp"
+
+using namespace samples_test;
+
+namespace {
+
+void check_conv(ConvConfig cfg, Shape4 in) {
+    const Conv2d conv(in, cfg);
+    std::vector<double> x = random_values<double>(in.elements(), 1);
+    std::vector<double> w = random_values<double>(conv.weight_elements(), 2);
+    std::vector<double> b = random_values<double>(cfg.out_channels, 3);
+    const std::vector<double> r = random_values<double>(conv.out.elements(), 4);
+    const double* bias = cfg.bias ? b.data() : nullptr;
+    auto loss = [&] {
+        std::vector<double> y(conv.out.elements());
+        conv_forward<double>(conv, cview(x, in), w.data(), bias, view(y, conv.out), whole_batch(in));
+        return dot(y, r);
+    };
+    std::vector<double> dx(in.elements()), dw(w.size()), db(b.size());
+    conv_backward_data<double>(conv, cview(r, conv.out), w.data(), view(dx, in), whole_batch(in));
+    conv_backward_weight<double>(conv, cview(x, in), cview(r, conv.out), dw.data(), cfg.bias ? db.data() : nullptr);
+    check_gradient(dx, numeric_gradient(x, loss), "conv dx");
+    check_gradient(dw, numeric_gradient(w, loss), "conv dweight");
+    if (cfg.bias) check_gradient(db, numeric_gradient(b, loss), "conv dbias");
+}
+
+}  // namespace
+
+TEST_SUITE("cpu") {
+
+TEST_CASE("convolution gradients: stride, padding, groups, bias") {
+    SUBCASE("3x3, stride 2, padding 1, 2 groups, bias") {
+        check_conv(ConvConfig{6, 3, 2, 1, 2, true}, Shape4{2, 4, 7, 6});
+    }
+    SUBCASE("7x7, stride 2, padding 3, no bias (ResNet's stem)") {
+        check_conv(ConvConfig{3, 7, 2, 3, 1, false}, Shape4{2, 3, 8, 8});
+    }
+    SUBCASE("5x5, padding 2 (inception 5x5)") { check_conv(ConvConfig{2, 5, 1, 2, 1, true}, Shape4{1, 3, 5, 5}); }
+    SUBCASE("1x1, stride 2 (projection shortcut)") { check_conv(ConvConfig{4, 1, 2, 0, 1, false}, Shape4{2, 3, 5, 5}); }
+}
+
+TEST_CASE("convolution shapes and errors") {
+    CHECK(Conv2d(Shape4{1, 3, 224, 224}, ConvConfig{64, 7, 2, 3, 1, false}).out == Shape4{1, 64, 112, 112});
+    CHECK_THROWS_WITH_AS(Conv2d(Shape4{1, 3, 2, 2}, ConvConfig{4, 5, 1, 1, 1, true}),
+                         doctest::Contains("does not fit a 2x2 input"), ShapeError);
+    CHECK_THROWS_WITH_AS(Conv2d(Shape4{1, 3, 8, 8}, ConvConfig{4, 3, 1, 1, 2, true}),
+                         doctest::Contains("do not divide into 2 groups"), ShapeError);
+}
+
+TEST_CASE("batch norm gradients and statistics (training mode)") {
+    const Shape4 in{3, 2, 3, 4};
+    const BatchNorm2d bn(in, BatchNormConfig{1e-5f, 0.1f});
+    std::vector<double> x = random_values<double>(in.elements(), 11);
+    std::vector<double> gamma = random_values<double>(in.c, 12, 0.5, 1.5);
+    std::vector<double> beta = random_values<double>(in.c, 13);
+    const std::vector<double> r = random_values<double>(in.elements(), 14);
+    std::vector<double> mean(in.c), inv_std(in.c), running_mean(in.c, 0.0), running_var(in.c, 1.0);
+    auto loss = [&] {
+        std::vector<double> y(in.elements()), m(in.c), s(in.c), rm(in.c, 0.0), rv(in.c, 1.0);
+        batch_norm_forward_training<double>(bn, cview(x, in), gamma.data(), beta.data(), view(y, in), m.data(),
+                                            s.data(), rm.data(), rv.data());
+        return dot(y, r);
+    };
+    std::vector<double> y(in.elements());
+    batch_norm_forward_training<double>(bn, cview(x, in), gamma.data(), beta.data(), view(y, in), mean.data(),
+                                        inv_std.data(), running_mean.data(), running_var.data());
+    // Batch statistics over N*H*W; running statistics move 10% toward them
+    // with the unbiased variance.
+    for (std::uint32_t c = 0; c < in.c; ++c) {
+        double sum = 0, sq = 0;
+        const double m = 3.0 * 12.0;
+        for (std::uint32_t n = 0; n < in.n; ++n)
+            for (std::uint32_t i = 0; i < 12; ++i) sum += x[(n * in.c + c) * 12 + i];
+        const double mu = sum / m;
+        for (std::uint32_t n = 0; n < in.n; ++n)
+            for (std::uint32_t i = 0; i < 12; ++i) sq += (x[(n * in.c + c) * 12 + i] - mu) * (x[(n * in.c + c) * 12 + i] - mu);
+        CHECK(mean[c] == doctest::Approx(mu).epsilon(1e-12));
+        CHECK(inv_std[c] == doctest::Approx(1.0 / std::sqrt(sq / m + 1e-5)).epsilon(1e-9));
+        const double momentum = static_cast<double>(0.1f);
+        CHECK(running_mean[c] == doctest::Approx(momentum * mu).epsilon(1e-12));
+        CHECK(running_var[c] == doctest::Approx(1.0 - momentum + momentum * sq / (m - 1)).epsilon(1e-12));
+    }
+    std::vector<double> dx(in.elements()), dgamma(in.c), dbeta(in.c);
+    batch_norm_backward_data<double>(bn, cview(x, in), cview(r, in), gamma.data(), mean.data(), inv_std.data(),
+                                     view(dx, in));
+    batch_norm_backward_weight<double>(bn, cview(x, in), cview(r, in), mean.data(), inv_std.data(), dgamma.data(),
+                                       dbeta.data());
+    check_gradient(dx, numeric_gradient(x, loss), "batch norm dx", 1e-5);
+    check_gradient(dgamma, numeric_gradient(gamma, loss), "batch norm dgamma");
+    check_gradient(dbeta, numeric_gradient(beta, loss), "batch norm dbeta");
+}
+
+TEST_CASE("relu gradient") {
+    const Shape4 in{2, 3, 4, 4};
+    const Relu relu(in);
+    std::vector<double> x = random_values<double>(in.elements(), 21);
+    const std::vector<double> r = random_values<double>(in.elements(), 22);
+    auto loss = [&] {
+        std::vector<double> y(in.elements());
+        relu_forward<double>(relu, cview(x, in), view(y, in), whole_batch(in));
+        return dot(y, r);
+    };
+    std::vector<double> y(in.elements()), dx(in.elements());
+    relu_forward<double>(relu, cview(x, in), view(y, in), whole_batch(in));
+    relu_backward_data<double>(relu, cview(y, in), cview(r, in), view(dx, in), whole_batch(in));
+    check_gradient(dx, numeric_gradient(x, loss), "relu dx");
+}
+
+TEST_CASE("pooling: ceil mode sizes, clipped windows, gradients") {
+    // Caffe/PyTorch rounding: GoogLeNet's 112 -> 56, 56 -> 28, 14 -> 7 and
+    // the 2x2 -> 1x1 a 32x32 GoogLeNet needs; ResNet's floor-mode 112 -> 56.
+    CHECK(pooled_size(112, 3, 2, 0, true) == 56);
+    CHECK(pooled_size(56, 3, 2, 0, true) == 28);
+    CHECK(pooled_size(14, 3, 2, 0, true) == 7);
+    CHECK(pooled_size(14, 5, 3, 0, true) == 4);
+    CHECK(pooled_size(2, 3, 2, 0, true) == 1);
+    CHECK(pooled_size(2, 3, 2, 0, false) == 0);
+    CHECK(pooled_size(112, 3, 2, 1, false) == 56);
+    CHECK(pooled_size(28, 3, 1, 1, true) == 28);
+    CHECK(pooled_size(5, 2, 2, 1, true) == 3);  // the last window would start in the right padding: dropped
+
+    struct Case {
+        const char* name;
+        PoolConfig config;
+        Shape4 in;
+        Shape4 out;
+    };
+    const Case cases[] = {
+        {"max 3x3/2 ceil", {PoolMode::max, 3, 2, 0, true, false}, {2, 2, 6, 6}, {2, 2, 3, 3}},
+        {"max 3x3/1 pad 1 ceil (inception)", {PoolMode::max, 3, 1, 1, true, false}, {1, 2, 4, 4}, {1, 2, 4, 4}},
+        {"max 3x3/2 pad 1 floor (ResNet)", {PoolMode::max, 3, 2, 1, false, false}, {2, 2, 7, 7}, {2, 2, 4, 4}},
+        {"avg 3x3/2 pad 1 ceil", {PoolMode::average, 3, 2, 1, true, false}, {2, 2, 6, 6}, {2, 2, 4, 4}},
+        {"avg 5x5/3 ceil (auxiliary head)", {PoolMode::average, 5, 3, 0, true, false}, {1, 2, 9, 9}, {1, 2, 3, 3}},
+        {"global avg", {PoolMode::average, 0, 1, 0, false, true}, {2, 3, 3, 5}, {2, 3, 1, 1}},
+    };
+    for (const Case& c : cases) {
+        const std::string name = c.name;
+        CAPTURE(name);
+        const Pool2d pool(c.in, c.config);
+        REQUIRE(pool.out == c.out);
+        std::vector<double> x = random_values<double>(c.in.elements(), 31);
+        const std::vector<double> r = random_values<double>(c.out.elements(), 32);
+        auto loss = [&] {
+            std::vector<double> y(c.out.elements());
+            pool_forward<double>(pool, cview(x, c.in), view(y, c.out), whole_batch(c.in));
+            return dot(y, r);
+        };
+        std::vector<double> y(c.out.elements()), dx(c.in.elements());
+        pool_forward<double>(pool, cview(x, c.in), view(y, c.out), whole_batch(c.in));
+        pool_backward_data<double>(pool, cview(x, c.in), cview(y, c.out), cview(r, c.out), view(dx, c.in),
+                                   whole_batch(c.in));
+        check_gradient(dx, numeric_gradient(x, loss), c.name);
+    }
+    // A clipped ceil-mode average window divides by its part inside the
+    // (padded) image: the last 3x3/2 window of 6 columns covers columns 4, 5.
+    const Pool2d avg(Shape4{1, 1, 3, 6}, PoolConfig{PoolMode::average, 3, 2, 0, true, false});
+    REQUIRE(avg.out == Shape4{1, 1, 1, 3});
+    std::vector<double> x{1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6}, y(3);
+    pool_forward<double>(avg, cview(x, avg.in), view(y, avg.out), whole_batch(avg.in));
+    CHECK(y[0] == 2.0);
+    CHECK(y[1] == 4.0);
+    CHECK(y[2] == 5.5);
+    CHECK_THROWS_AS(Pool2d(Shape4{1, 1, 2, 2}, PoolConfig{PoolMode::max, 3, 2, 0, false, false}), ShapeError);
+}
+
+TEST_CASE("local response normalization gradient") {
+    // A large alpha, so the normalization term matters to the check.
+    const Shape4 in{2, 7, 3, 2};
+    const Lrn lrn(in, LrnConfig{5, 0.5f, 0.75f, 2.0f});
+    std::vector<double> x = random_values<double>(in.elements(), 41);
+    const std::vector<double> r = random_values<double>(in.elements(), 42);
+    auto loss = [&] {
+        std::vector<double> y(in.elements());
+        lrn_forward<double>(lrn, cview(x, in), view(y, in), whole_batch(in));
+        return dot(y, r);
+    };
+    std::vector<double> y(in.elements()), dx(in.elements());
+    lrn_forward<double>(lrn, cview(x, in), view(y, in), whole_batch(in));
+    // y = x * (k + alpha/size * window sum of squares)^-beta, at channel 0
+    // (window: channels 0..2) of image 0, pixel 0.
+    const double s0 = 2.0 + 0.5 / 5 * (x[0] * x[0] + x[6] * x[6] + x[12] * x[12]);
+    CHECK(y[0] == doctest::Approx(x[0] * std::pow(s0, -0.75)).epsilon(1e-12));
+    lrn_backward_data<double>(lrn, cview(x, in), cview(y, in), cview(r, in), view(dx, in), whole_batch(in));
+    check_gradient(dx, numeric_gradient(x, loss), "lrn dx");
+    CHECK_THROWS_AS(Lrn(in, LrnConfig{4, 1e-4f, 0.75f, 1.0f}), ShapeError);
+}
+
+TEST_CASE("fully connected gradients") {
+    const Shape4 in{3, 2, 2, 3};
+    const FullyConnected fc(in, FullyConnectedConfig{5, true});
+    REQUIRE(fc.out == Shape4{3, 5, 1, 1});
+    std::vector<double> x = random_values<double>(in.elements(), 51);
+    std::vector<double> w = random_values<double>(5 * 12, 52);
+    std::vector<double> b = random_values<double>(5, 53);
+    const std::vector<double> r = random_values<double>(fc.out.elements(), 54);
+    auto loss = [&] {
+        std::vector<double> y(fc.out.elements());
+        fully_connected_forward<double>(fc, cview(x, in), w.data(), b.data(), view(y, fc.out), whole_batch(in));
+        return dot(y, r);
+    };
+    std::vector<double> dx(in.elements()), dw(w.size()), db(b.size());
+    fully_connected_backward_data<double>(fc, cview(r, fc.out), w.data(), view(dx, in), whole_batch(in));
+    fully_connected_backward_weight<double>(fc, cview(x, in), cview(r, fc.out), dw.data(), db.data());
+    check_gradient(dx, numeric_gradient(x, loss), "fc dx");
+    check_gradient(dw, numeric_gradient(w, loss), "fc dweight");
+    check_gradient(db, numeric_gradient(b, loss), "fc dbias");
+}
+
+TEST_CASE("dropout: seeded mask from (seed, layer, iteration, element), gradient, drop rate") {
+    const Shape4 in{4, 8, 8, 8};
+    const Dropout drop(in, DropoutConfig{0.4f});
+    const DropoutKey key{7, 3, 11};
+    std::vector<double> x = random_values<double>(in.elements(), 61);
+    const std::vector<double> r = random_values<double>(in.elements(), 62);
+    std::vector<double> y(in.elements()), dx(in.elements());
+    dropout_forward<double>(drop, key, cview(x, in), view(y, in), whole_batch(in));
+    std::size_t dropped = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        const bool keep = dropout_keeps(drop, key, i);
+        dropped += keep ? 0 : 1;
+        CHECK(y[i] == (keep ? x[i] * static_cast<double>(1.0f / 0.6f) : 0.0));
+    }
+    CHECK(static_cast<double>(dropped) / static_cast<double>(x.size()) == doctest::Approx(0.4).epsilon(0.05));
+    // Another iteration or layer draws another mask.
+    std::size_t same_next_iteration = 0, same_other_layer = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        same_next_iteration += dropout_keeps(drop, key, i) == dropout_keeps(drop, DropoutKey{7, 3, 12}, i);
+        same_other_layer += dropout_keeps(drop, key, i) == dropout_keeps(drop, DropoutKey{7, 4, 11}, i);
+    }
+    CHECK(same_next_iteration < x.size() * 7 / 10);
+    CHECK(same_other_layer < x.size() * 7 / 10);
+    auto loss = [&] {
+        std::vector<double> yy(in.elements());
+        dropout_forward<double>(drop, key, cview(x, in), view(yy, in), whole_batch(in));
+        return dot(yy, r);
+    };
+    dropout_backward_data<double>(drop, key, cview(r, in), view(dx, in), whole_batch(in));
+    check_gradient(dx, numeric_gradient(x, loss), "dropout dx");
+}
+
+TEST_CASE("add and gradient sum") {
+    const Shape4 in{2, 2, 2, 2};
+    const Add add(in, in);
+    std::vector<float> a = random_values<float>(16, 71), b = random_values<float>(16, 72), y(16);
+    add_forward<float>(add, cview(a, in), cview(b, in), view(y, in), whole_batch(in));
+    for (std::size_t i = 0; i < 16; ++i) CHECK(y[i] == a[i] + b[i]);
+    CHECK_THROWS_AS(Add(in, Shape4{2, 3, 2, 2}), ShapeError);
+
+    // ((p0 + p1) + p2), in that order, elementwise.
+    std::vector<float> p0 = random_values<float>(16, 73), p1 = random_values<float>(16, 74),
+                       p2 = random_values<float>(16, 75), total(16);
+    const std::vector<TensorView<const float>> parts{cview(p0, in), cview(p1, in), cview(p2, in)};
+    gradient_sum<float>(parts, view(total, in), whole_batch(in));
+    for (std::size_t i = 0; i < 16; ++i) CHECK(total[i] == (p0[i] + p1[i]) + p2[i]);
+}
+
+TEST_CASE("softmax cross-entropy: loss, weighted mean, gradient") {
+    const Shape4 in{3, 5, 1, 1};
+    const SoftmaxCrossEntropy loss_layer(in, SoftmaxLossConfig{0.3f});
+    std::vector<double> z = random_values<double>(in.elements(), 81, -3.0, 3.0);
+    const std::vector<std::int32_t> labels{4, 0, 2};
+    auto loss = [&] {
+        std::vector<double> p(in.elements()), per(3);
+        double total = 0.0;
+        softmax_loss_forward<double>(loss_layer, cview(z, in), labels.data(), view(p, in), per.data(), whole_batch(in));
+        softmax_loss_sum<double>(loss_layer, per.data(), &total);
+        return total;
+    };
+    std::vector<double> p(in.elements()), per(3), dz(in.elements());
+    softmax_loss_forward<double>(loss_layer, cview(z, in), labels.data(), view(p, in), per.data(), whole_batch(in));
+    double sum = 0.0;
+    for (std::uint32_t c = 0; c < 5; ++c) sum += std::exp(z[c]);
+    CHECK(per[0] == doctest::Approx(std::log(sum) - z[4]).epsilon(1e-12));
+    CHECK(loss() == doctest::Approx(static_cast<double>(0.3f) * (per[0] + per[1] + per[2]) / 3).epsilon(1e-12));
+    softmax_loss_backward_data<double>(loss_layer, cview(p, in), labels.data(), view(dz, in), whole_batch(in));
+    check_gradient(dz, numeric_gradient(z, loss), "softmax loss dlogits");
+    const std::vector<std::int32_t> bad{0, 5, 1};
+    CHECK_THROWS_WITH_AS(softmax_loss_forward<double>(loss_layer, cview(z, in), bad.data(), view(p, in), per.data(),
+                                                      whole_batch(in)),
+                         doctest::Contains("image 1 has label 5"), ShapeError);
+}
+
+TEST_CASE("SGD with momentum and weight decay") {
+    const SgdConfig sgd{0.1f, 0.9f, 0.01f};
+    std::vector<float> w{1.0f, -2.0f}, g{0.5f, 0.25f}, v{0.2f, 0.0f};
+    sgd_momentum_update<float>(sgd, w.data(), g.data(), v.data(), 2, true);
+    // v = 0.9 v + (g + 0.01 w); w -= 0.1 v
+    CHECK(v[0] == 0.9f * 0.2f + (0.5f + 0.01f * 1.0f));
+    CHECK(w[0] == 1.0f - 0.1f * v[0]);
+    CHECK(v[1] == 0.9f * 0.0f + (0.25f + 0.01f * -2.0f));
+    std::vector<float> b{1.0f}, gb{0.5f}, vb{0.0f};
+    sgd_momentum_update<float>(sgd, b.data(), gb.data(), vb.data(), 1, false);  // not decayed
+    CHECK(vb[0] == 0.5f);
+    CHECK(b[0] == 1.0f - 0.1f * 0.5f);
+}
+
+TEST_CASE("splittable bodies: parts give the whole-batch bits and touch only their images") {
+    const Shape4 in{5, 4, 6, 6};
+    const std::vector<ImageRange> parts{{0, 2}, {2, 3}, {3, 5}};
+    const std::vector<float> x = random_values<float>(in.elements(), 91);
+    const std::vector<float> dy_in = random_values<float>(in.elements(), 92);
+    const float sentinel = std::numeric_limits<float>::quiet_NaN();
+
+    // Runs `body(range, out)` once over the batch and once per part into a
+    // NaN-filled buffer; after each part, only its images may have changed.
+    auto check_parts = [&](const char* name, Shape4 out_shape, auto&& body) {
+        CAPTURE(name);
+        std::vector<float> whole(out_shape.elements(), sentinel), split(out_shape.elements(), sentinel);
+        body(whole_batch(out_shape), whole);
+        const std::uint64_t per_image = out_shape.image_elements();
+        for (const ImageRange& r : parts) {
+            body(r, split);
+            for (std::uint32_t n = r.end; n < out_shape.n; ++n)
+                for (std::uint64_t i = 0; i < per_image; ++i) REQUIRE(std::isnan(split[n * per_image + i]));
+        }
+        CHECK(same_bits(whole, split));
+    };
+
+    const Conv2d conv(in, ConvConfig{3, 3, 2, 1, 1, true});
+    const std::vector<float> w = random_values<float>(conv.weight_elements(), 93), b = random_values<float>(3, 94);
+    const std::vector<float> conv_dy = random_values<float>(conv.out.elements(), 95);
+    check_parts("conv forward", conv.out, [&](ImageRange r, std::vector<float>& y) {
+        conv_forward<float>(conv, cview(x, in), w.data(), b.data(), view(y, conv.out), r);
+    });
+    check_parts("conv backward_data", in, [&](ImageRange r, std::vector<float>& dx) {
+        conv_backward_data<float>(conv, cview(conv_dy, conv.out), w.data(), view(dx, in), r);
+    });
+    const Relu relu(in);
+    check_parts("relu forward", in,
+                [&](ImageRange r, std::vector<float>& y) { relu_forward<float>(relu, cview(x, in), view(y, in), r); });
+    check_parts("relu backward_data", in, [&](ImageRange r, std::vector<float>& dx) {
+        relu_backward_data<float>(relu, cview(x, in), cview(dy_in, in), view(dx, in), r);
+    });
+    for (PoolMode mode : {PoolMode::max, PoolMode::average}) {
+        const Pool2d pool(in, PoolConfig{mode, 3, 2, 0, true, false});
+        std::vector<float> y(pool.out.elements());
+        pool_forward<float>(pool, cview(x, in), view(y, pool.out), whole_batch(in));
+        const std::vector<float> pdy = random_values<float>(pool.out.elements(), 96);
+        check_parts("pool forward", pool.out, [&](ImageRange r, std::vector<float>& out) {
+            pool_forward<float>(pool, cview(x, in), view(out, pool.out), r);
+        });
+        check_parts("pool backward_data", in, [&](ImageRange r, std::vector<float>& dx) {
+            pool_backward_data<float>(pool, cview(x, in), cview(y, pool.out), cview(pdy, pool.out), view(dx, in), r);
+        });
+    }
+    const Lrn lrn(in, LrnConfig{});
+    std::vector<float> lrn_y(in.elements());
+    lrn_forward<float>(lrn, cview(x, in), view(lrn_y, in), whole_batch(in));
+    check_parts("lrn forward",
+                in, [&](ImageRange r, std::vector<float>& y) { lrn_forward<float>(lrn, cview(x, in), view(y, in), r); });
+    check_parts("lrn backward_data", in, [&](ImageRange r, std::vector<float>& dx) {
+        lrn_backward_data<float>(lrn, cview(x, in), cview(lrn_y, in), cview(dy_in, in), view(dx, in), r);
+    });
+    const Dropout drop(in, DropoutConfig{0.5f});
+    const DropoutKey key{1, 2, 3};
+    check_parts("dropout forward", in, [&](ImageRange r, std::vector<float>& y) {
+        dropout_forward<float>(drop, key, cview(x, in), view(y, in), r);
+    });
+    check_parts("dropout backward_data", in, [&](ImageRange r, std::vector<float>& dx) {
+        dropout_backward_data<float>(drop, key, cview(dy_in, in), view(dx, in), r);
+    });
+    const Add add(in, in);
+    check_parts("add forward", in, [&](ImageRange r, std::vector<float>& y) {
+        add_forward<float>(add, cview(x, in), cview(dy_in, in), view(y, in), r);
+    });
+    check_parts("gradient sum", in, [&](ImageRange r, std::vector<float>& y) {
+        const std::vector<TensorView<const float>> p{cview(x, in), cview(dy_in, in), cview(x, in)};
+        gradient_sum<float>(p, view(y, in), r);
+    });
+    const FullyConnected fc(in, FullyConnectedConfig{7, true});
+    const std::vector<float> fw = random_values<float>(7 * in.image_elements(), 97), fb = random_values<float>(7, 98);
+    const std::vector<float> fdy = random_values<float>(fc.out.elements(), 99);
+    check_parts("fc forward", fc.out, [&](ImageRange r, std::vector<float>& y) {
+        fully_connected_forward<float>(fc, cview(x, in), fw.data(), fb.data(), view(y, fc.out), r);
+    });
+    check_parts("fc backward_data", in, [&](ImageRange r, std::vector<float>& dx) {
+        fully_connected_backward_data<float>(fc, cview(fdy, fc.out), fw.data(), view(dx, in), r);
+    });
+    const Shape4 logits{5, 6, 1, 1};
+    const SoftmaxCrossEntropy loss(logits, SoftmaxLossConfig{1.0f});
+    const std::vector<float> z = random_values<float>(logits.elements(), 100);
+    const std::vector<std::int32_t> labels{0, 5, 2, 3, 1};
+    std::vector<float> probs(logits.elements()), per(5);
+    softmax_loss_forward<float>(loss, cview(z, logits), labels.data(), view(probs, logits), per.data(),
+                                whole_batch(logits));
+    check_parts("softmax loss forward", logits, [&](ImageRange r, std::vector<float>& p) {
+        std::vector<float> scratch(5);
+        softmax_loss_forward<float>(loss, cview(z, logits), labels.data(), view(p, logits), scratch.data(), r);
+    });
+    check_parts("softmax loss backward_data", logits, [&](ImageRange r, std::vector<float>& g) {
+        softmax_loss_backward_data<float>(loss, cview(probs, logits), labels.data(), view(g, logits), r);
+    });
+}
+
+TEST_CASE("layers say which passes they have and which split") {
+    const Shape4 in{2, 4, 8, 8};
+    const LayerSpec conv = Conv2d(in, ConvConfig{4, 3, 1, 1, 1, true});
+    CHECK(splittable(conv, Pass::forward));
+    CHECK(splittable(conv, Pass::backward_data));
+    CHECK_FALSE(splittable(conv, Pass::backward_weight));
+    const LayerSpec bn = BatchNorm2d(in, BatchNormConfig{});
+    CHECK_FALSE(splittable(bn, Pass::forward));
+    CHECK_FALSE(splittable(bn, Pass::backward_data));
+    const LayerSpec add = Add(in, in);
+    CHECK(has_pass(add, Pass::forward));
+    CHECK_FALSE(has_pass(add, Pass::backward_data));  // identity: the graph aliases the gradients
+    const LayerSpec concat = Concat({in, in});
+    CHECK_FALSE(has_pass(concat, Pass::forward));  // views
+    CHECK(output_of(concat) == Shape4{2, 8, 8, 8});
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,245 @@
+// The sample networks: the output shape of every layer at 224x224 against
+// the papers' tables, parameter counts against the published ones, width
+// scaling, other image sizes and the errors for impossible ones.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <map>
+#include <string>
+
+#include "nets/zoo.hpp"
+
+using namespace braid::samples;
+
+namespace {
+
+struct Expected {
+    std::uint32_t c = 0, h = 0;
+};
+
+NetConfig config(const std::string& net, bool aux = true) {
+    NetConfig c;
+    c.net = net;
+    c.batch = 2;
+    c.aux_classifiers = aux;
+    return c;
+}
+
+// Every layer must have an expectation and meet it.
+void check_every_layer(const Network& net, const std::map<std::string, Expected>& expected) {
+    CHECK(expected.size() == net.layers().size());
+    for (const LayerNode& l : net.layers()) {
+        CAPTURE(l.name);
+        const auto it = expected.find(l.name);
+        REQUIRE_MESSAGE(it != expected.end(), "no expected shape for layer " << l.name);
+        const Shape4 out = output_of(l.spec);
+        CHECK(out.n == 2);
+        CHECK(out.c == it->second.c);
+        CHECK(out.h == it->second.h);
+        CHECK(out.w == it->second.h);
+    }
+}
+
+// Szegedy et al. 2015, Table 1 (and the auxiliary heads of section 5).
+std::map<std::string, Expected> googlenet_table(bool aux) {
+    std::map<std::string, Expected> e;
+    auto both = [&](const std::string& a, const std::string& b, Expected x) { e[a] = x, e[b] = x; };
+    both("conv1/7x7_s2", "conv1/relu_7x7", {64, 112});
+    e["pool1/3x3_s2"] = e["pool1/norm1"] = {64, 56};
+    both("conv2/3x3_reduce", "conv2/relu_3x3_reduce", {64, 56});
+    both("conv2/3x3", "conv2/relu_3x3", {192, 56});
+    e["conv2/norm2"] = {192, 56};
+    e["pool2/3x3_s2"] = {192, 28};
+    struct Module {
+        const char* name;
+        std::uint32_t in, size, c1, c3r, c3, c5r, c5, pp;
+    };
+    const Module modules[] = {
+        {"inception_3a", 192, 28, 64, 96, 128, 16, 32, 32},    {"inception_3b", 256, 28, 128, 128, 192, 32, 96, 64},
+        {"inception_4a", 480, 14, 192, 96, 208, 16, 48, 64},   {"inception_4b", 512, 14, 160, 112, 224, 24, 64, 64},
+        {"inception_4c", 512, 14, 128, 128, 256, 24, 64, 64},  {"inception_4d", 512, 14, 112, 144, 288, 32, 64, 64},
+        {"inception_4e", 528, 14, 256, 160, 320, 32, 128, 128}, {"inception_5a", 832, 7, 256, 160, 320, 32, 128, 128},
+        {"inception_5b", 832, 7, 384, 192, 384, 48, 128, 128},
+    };
+    const std::map<std::string, std::uint32_t> outputs{
+        {"inception_3a", 256}, {"inception_3b", 480}, {"inception_4a", 512}, {"inception_4b", 512}, {"inception_4c", 512},
+        {"inception_4d", 528}, {"inception_4e", 832}, {"inception_5a", 832}, {"inception_5b", 1024}};
+    for (const Module& m : modules) {
+        const std::string p = m.name;
+        both(p + "/1x1", p + "/relu_1x1", {m.c1, m.size});
+        both(p + "/3x3_reduce", p + "/relu_3x3_reduce", {m.c3r, m.size});
+        both(p + "/3x3", p + "/relu_3x3", {m.c3, m.size});
+        both(p + "/5x5_reduce", p + "/relu_5x5_reduce", {m.c5r, m.size});
+        both(p + "/5x5", p + "/relu_5x5", {m.c5, m.size});
+        e[p + "/pool"] = {m.in, m.size};
+        both(p + "/pool_proj", p + "/relu_pool_proj", {m.pp, m.size});
+        e[p + "/output"] = {m.c1 + m.c3 + m.c5 + m.pp, m.size};
+        CHECK(m.c1 + m.c3 + m.c5 + m.pp == outputs.at(p));  // the table's output depths
+    }
+    e["pool3/3x3_s2"] = {480, 14};
+    e["pool4/3x3_s2"] = {832, 7};
+    e["pool5/7x7_s1"] = e["pool5/drop_7x7_s1"] = {1024, 1};
+    e["loss3/classifier"] = e["loss3/loss3"] = {1000, 1};
+    if (aux) {
+        for (auto [p, in] : {std::pair{"loss1", 512u}, std::pair{"loss2", 528u}}) {
+            const std::string s = p;
+            e[s + "/ave_pool"] = {in, 4};
+            both(s + "/conv", s + "/relu_conv", {128, 4});
+            e[s + "/fc"] = e[s + "/relu_fc"] = e[s + "/drop_fc"] = {1024, 1};
+            e[s + "/classifier"] = e[s + "/loss"] = {1000, 1};
+        }
+    }
+    return e;
+}
+
+// He et al. 2016, Table 1, with torchvision's layer names.
+std::map<std::string, Expected> resnet_table(std::uint32_t depth) {
+    std::array<std::uint32_t, 4> count{};
+    switch (depth) {
+        case 18: count = {2, 2, 2, 2}; break;
+        case 34: count = {3, 4, 6, 3}; break;
+        case 50: count = {3, 4, 6, 3}; break;
+        case 101: count = {3, 4, 23, 3}; break;
+        default: count = {3, 8, 36, 3}; break;
+    }
+    const bool bottleneck = depth >= 50;
+    const std::uint32_t expansion = bottleneck ? 4 : 1;
+    std::map<std::string, Expected> e;
+    e["conv1"] = e["bn1"] = e["relu"] = {64, 112};
+    e["maxpool"] = {64, 56};
+    std::uint32_t size = 56, in_channels = 64;
+    for (std::uint32_t s = 0; s < 4; ++s) {
+        const std::uint32_t planes = 64u << s, out = planes * expansion;
+        const std::uint32_t in_size = size;
+        if (s > 0) size /= 2;  // conv3_1, conv4_1, conv5_1 downsample with stride 2
+        for (std::uint32_t b = 0; b < count[s]; ++b) {
+            const std::string p = "layer" + std::to_string(s + 1) + "." + std::to_string(b);
+            if (bottleneck) {
+                // torchvision (V1.5): the stride sits on the 3x3 convolution.
+                const std::uint32_t first = b == 0 ? in_size : size;
+                e[p + ".conv1"] = e[p + ".bn1"] = e[p + ".relu1"] = {planes, first};
+                e[p + ".conv2"] = e[p + ".bn2"] = e[p + ".relu2"] = {planes, size};
+                e[p + ".conv3"] = e[p + ".bn3"] = {out, size};
+            } else {
+                e[p + ".conv1"] = e[p + ".bn1"] = e[p + ".relu1"] = {planes, size};
+                e[p + ".conv2"] = e[p + ".bn2"] = {planes, size};
+            }
+            if (b == 0 && (s > 0 || in_channels != out)) e[p + ".downsample.0"] = e[p + ".downsample.1"] = {out, size};
+            e[p + ".add"] = e[p + ".relu"] = {out, size};
+        }
+        in_channels = out;
+    }
+    e["avgpool"] = {512 * expansion, 1};
+    e["fc"] = e["loss"] = {1000, 1};
+    return e;
+}
+
+}  // namespace
+
+TEST_SUITE("cpu") {
+
+TEST_CASE("every layer's output shape at 224x224 matches the papers' tables") {
+    SUBCASE("googlenet with auxiliary classifiers") {
+        check_every_layer(make_network(config("googlenet")), googlenet_table(true));
+    }
+    SUBCASE("googlenet without") { check_every_layer(make_network(config("googlenet", false)), googlenet_table(false)); }
+    for (std::uint32_t depth : {18u, 34u, 50u, 101u, 152u}) {
+        CAPTURE(depth);
+        check_every_layer(make_network(config("resnet" + std::to_string(depth))), resnet_table(depth));
+    }
+}
+
+TEST_CASE("parameter counts equal the published ones (224x224, 1000 classes)") {
+    // torchvision's model docs (num_params of the IMAGENET1K_V1 weights).
+    CHECK(make_network(config("resnet18")).parameter_count() == 11'689'512);
+    CHECK(make_network(config("resnet34")).parameter_count() == 21'797'672);
+    CHECK(make_network(config("resnet50")).parameter_count() == 25'557'032);
+    CHECK(make_network(config("resnet101")).parameter_count() == 44'549'160);
+    CHECK(make_network(config("resnet152")).parameter_count() == 60'192'808);
+    // BVLC Caffe GoogLeNet: deploy.prototxt (no auxiliary heads) 6,998,552,
+    // train_val.prototxt (with both) 13,378,280.
+    CHECK(make_network(config("googlenet", false)).parameter_count() == 6'998'552);
+    CHECK(make_network(config("googlenet")).parameter_count() == 13'378'280);
+}
+
+TEST_CASE("class count, width scale and batch") {
+    NetConfig c = config("googlenet");
+    c.classes = 10;
+    c.width_scale = 0.5;
+    const Network g = make_network(c);
+    CHECK(g.classes() == 10);
+    CHECK(output_of(g.layer(g.layer_id("conv1/7x7_s2")).spec).c == 32);
+    CHECK(output_of(g.layer(g.layer_id("inception_3a/output")).spec).c == 32 + 64 + 16 + 16);
+    CHECK(output_of(g.layer(g.layer_id("loss3/classifier")).spec).c == 10);  // classes are not scaled
+    CHECK(g.loss_layers().size() == 3);
+
+    NetConfig r = config("resnet50");
+    r.width_scale = 0.25;
+    r.batch = 5;
+    const Network n = make_network(r);
+    CHECK(n.batch() == 5);
+    CHECK(output_of(n.layer(n.layer_id("avgpool")).spec).c == 512);  // 128 planes x 4
+    CHECK(scaled_channels(16, 0.01) == 1);
+}
+
+TEST_CASE("other image sizes: shapes follow, impossible ones say why and what would work") {
+    NetConfig c = config("googlenet", false);
+    c.image = 32;
+    const Network small = make_network(c);
+    CHECK(output_of(small.layer(small.layer_id("inception_4e/output")).spec).h == 2);
+    CHECK(output_of(small.layer(small.layer_id("inception_5b/output")).spec).h == 1);  // 2x2 -> 1x1: a clipped ceil-mode window
+    CHECK(output_of(small.layer(small.layer_id("pool5/7x7_s1")).spec).h == 1);
+
+    c.image = 300;
+    CHECK(output_of(make_network(c).layers().back().spec).c == 1000);
+
+    NetConfig aux = config("googlenet");
+    aux.image = 32;
+    const std::uint32_t with_aux = smallest_image(aux);
+    aux.aux_classifiers = false;
+    const std::uint32_t without = smallest_image(aux);
+    CHECK(with_aux > without);
+    aux.aux_classifiers = true;
+    CHECK_THROWS_WITH_AS(make_network(aux), doctest::Contains("loss1/ave_pool"), ShapeError);
+    const std::string hint = "the smallest image googlenet accepts is " + std::to_string(with_aux);
+    CHECK_THROWS_WITH_AS(make_network(aux), doctest::Contains(hint.c_str()), ShapeError);
+    aux.image = with_aux;
+    CHECK_NOTHROW(make_network(aux));
+
+    NetConfig tiny = config("googlenet", false);
+    tiny.image = without - 1;
+    CHECK_THROWS_WITH_AS(make_network(tiny), doctest::Contains("does not fit"), ShapeError);
+}
+
+TEST_CASE("bad network configurations name the problem") {
+    NetConfig c = config("alexnet");
+    CHECK_THROWS_WITH_AS(make_network(c), doctest::Contains("unknown network 'alexnet'"), ShapeError);
+    c = config("resnet18");
+    c.batch = 0;
+    CHECK_THROWS_WITH_AS(make_network(c), doctest::Contains("at least one image"), ShapeError);
+    c = config("resnet18");
+    c.classes = 1;
+    CHECK_THROWS_WITH_AS(make_network(c), doctest::Contains("at least 2 classes"), ShapeError);
+    c = config("resnet18");
+    c.width_scale = 0.0;
+    CHECK_THROWS_WITH_AS(make_network(c), doctest::Contains("width scale"), ShapeError);
+}
+
+TEST_CASE("network builder checks: names, concat inputs, losses") {
+    NetworkBuilder b("mini", Shape4{2, 3, 8, 8});
+    const TensorId x = b.conv("conv", b.images(), ConvConfig{4, 3, 1, 1, 1, true});
+    CHECK_THROWS_WITH_AS(b.relu("conv", x), doctest::Contains("layer 'conv': the name is already taken"), ShapeError);
+    CHECK_THROWS_WITH_AS(b.add("bad_add", x, b.images()), doctest::Contains("layer 'bad_add'"), ShapeError);
+    const TensorId r = b.relu("relu", x);
+    const TensorId y = b.relu("relu2", x);
+    b.concat("cat", {r, y});
+    b.relu("relu3", r);  // r is read beside the concat: it cannot be a slice of it
+    b.softmax_loss("loss", b.fully_connected("fc", r, FullyConnectedConfig{3, true}));
+    CHECK_THROWS_WITH_AS(b.finish(), doctest::Contains("input 'relu' is also read by other layers"), ShapeError);
+
+    NetworkBuilder nl("no_loss", Shape4{1, 1, 4, 4});
+    nl.relu("r", nl.images());
+    CHECK_THROWS_WITH_AS(nl.finish(), doctest::Contains("no softmax loss"), ShapeError);
+}
+
+}  // TEST_SUITE
