@@ -45,10 +45,10 @@ inline DeviceSpec device_spec_from_cuda(int device = 0) {
     d.dram_bytes = p.totalGlobalMem;
     d.l2_bytes = static_cast<std::uint64_t>(p.l2CacheSize);
 
-    d.key = detail::lowercase_alnum(d.name);
+    d.key = braid::detail::lowercase_alnum(d.name);
     bool known = false;
     for (const DeviceSpec& t : builtin_devices()) {
-        const std::string tn = detail::lowercase_alnum(t.name);
+        const std::string tn = braid::detail::lowercase_alnum(t.name);
         if (t.cc_major == d.cc_major && t.cc_minor == d.cc_minor && t.sm_count == d.sm_count &&
             (d.key.find(t.key) != std::string::npos || tn == d.key)) {
             d.key = t.key;

@@ -1,0 +1,269 @@
+// Profile <-> JSON ("braid.profile", version 1; schema in
+// docs/profile-format.md). Loading validates every field; errors carry the
+// JSON path ("$.ops[2].kernels[0].block[1]").
+#pragma once
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "braid/detail/json_reader.hpp"
+#include "braid/error.hpp"
+#include "braid/model/device_json.hpp"
+#include "braid/profiler/profile.hpp"
+
+namespace braid {
+
+namespace detail {
+
+inline nlohmann::json stats_json(const DurationStats& s) {
+    return {{"median", s.median_ns}, {"min", s.min_ns}, {"max", s.max_ns}, {"count", s.count}};
+}
+
+inline nlohmann::json dim3_json(const Dim3& d) { return nlohmann::json::array({d.x, d.y, d.z}); }
+
+inline DurationStats stats_from_json(const JsonReader& r) {
+    r.expect_object();
+    DurationStats s;
+    s.count = r.get<std::uint32_t>("count");
+    if (s.count == 0) r.at("count").fail("must be >= 1 (a duration needs at least one sample)");
+    auto number = [&](const char* key) {
+        const double v = r.get<double>(key);
+        if (!std::isfinite(v) || v < 0.0) r.at(key).fail("must be a finite number >= 0, got " + std::to_string(v));
+        return v;
+    };
+    s.median_ns = number("median");
+    s.min_ns = number("min");
+    s.max_ns = number("max");
+    if (s.min_ns > s.median_ns || s.median_ns > s.max_ns)
+        r.fail("expected min <= median <= max, got " + std::to_string(s.min_ns) + ", " + std::to_string(s.median_ns) +
+               ", " + std::to_string(s.max_ns));
+    return s;
+}
+
+inline Dim3 dim3_from_json(const JsonReader& r) {
+    if (r.size() != 3) r.fail("expected [x, y, z], got " + std::to_string(r.size()) + " values");
+    Dim3 d;
+    std::uint32_t* parts[] = {&d.x, &d.y, &d.z};
+    for (std::size_t i = 0; i < 3; ++i) {
+        *parts[i] = r[i].get<std::uint32_t>();
+        if (*parts[i] == 0) r[i].fail("must be >= 1");
+    }
+    return d;
+}
+
+}  // namespace detail
+
+inline nlohmann::json to_json(const Profile& p) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const ProfiledOp& op : p.ops) {
+        nlohmann::json kernels = nlohmann::json::array();
+        for (const ProfiledKernel& k : op.kernels)
+            kernels.push_back({
+                {"name", k.shape.name},
+                {"grid", detail::dim3_json(k.shape.grid)},
+                {"block", detail::dim3_json(k.shape.block)},
+                {"registers_per_thread", k.shape.regs_per_thread},
+                {"static_smem_bytes", k.shape.static_smem_bytes},
+                {"dynamic_smem_bytes", k.shape.dynamic_smem_bytes},
+                {"duration_ns", detail::stats_json(k.duration)},
+                {"order", k.order},
+            });
+        nlohmann::json transfers = nlohmann::json::array();
+        for (const ProfiledTransfer& t : op.transfers)
+            transfers.push_back({
+                {"kind", to_string(t.kind)},
+                {"bytes", t.bytes},
+                {"duration_ns", detail::stats_json(t.duration)},
+                {"order", t.order},
+            });
+        ops.push_back({
+            {"name", op.name},
+            {"layer", op.layer},
+            {"kind", to_string(op.kind)},
+            {"duration_ns", detail::stats_json(op.duration)},
+            {"kernels", std::move(kernels)},
+            {"transfers", std::move(transfers)},
+        });
+    }
+    nlohmann::json unattributed = nlohmann::json::array();
+    for (const UnattributedWork& u : p.unattributed)
+        unattributed.push_back({{"what", u.what}, {"name", u.name}, {"count", u.count}, {"total_ns", u.total_ns}});
+    return nlohmann::json{
+        {"format", "braid.profile"},
+        {"version", Profile::format_version},
+        {"device", to_json(p.device)},
+        {"graph_fingerprint", p.graph_fingerprint},
+        {"graph", p.graph},
+        {"run",
+         {
+             {"network", p.run.network},
+             {"settings", p.run.settings},
+             {"plan", p.run.plan},
+             {"warmup_iterations", p.run.warmup_iterations},
+             {"measured_iterations", p.run.measured_iterations},
+             {"tool", p.run.tool},
+         }},
+        {"timing", to_string(p.timing)},
+        {"durations_only", p.durations_only},
+        {"iteration_ns", p.iteration ? detail::stats_json(*p.iteration) : nlohmann::json()},
+        {"launch_api_ns", p.launch_api ? detail::stats_json(*p.launch_api) : nlohmann::json()},
+        {"dropped_records", p.dropped_records},
+        {"ops", std::move(ops)},
+        {"unattributed", std::move(unattributed)},
+    };
+}
+
+// Reads and validates a profile. `source` names the document in errors (a
+// file name, or "$").
+inline Profile profile_from_json(const nlohmann::json& json, const std::string& source = "$") {
+    detail::JsonReader r(json, source);
+    r.expect_object();
+    {
+        const std::string format = r.get<std::string>("format");
+        if (format != "braid.profile") r.at("format").fail("expected \"braid.profile\", got \"" + format + "\"");
+    }
+    const int version = r.get<int>("version");
+    if (version != Profile::format_version)
+        r.at("version").fail("this braid reads profile version " + std::to_string(Profile::format_version) +
+                              ", not " + std::to_string(version));
+    Profile p;
+    p.device = device_from_json(r.at("device"));
+    p.graph_fingerprint = r.get<std::string>("graph_fingerprint");
+    if (p.graph_fingerprint.empty()) r.at("graph_fingerprint").fail("must not be empty");
+    if (auto g = r.find("graph")) {
+        g->expect_object();
+        if (g->get_or<std::string>("fingerprint", p.graph_fingerprint) != p.graph_fingerprint)
+            g->at("fingerprint").fail("the embedded graph is " + g->get<std::string>("fingerprint") +
+                                      " but the profile is for " + p.graph_fingerprint);
+        p.graph = g->json();
+    }
+    {
+        const detail::JsonReader run = r.at("run");
+        run.expect_object();
+        p.run.network = run.get<std::string>("network");
+        if (auto s = run.find("settings")) {
+            s->expect_object();
+            p.run.settings = s->json();
+        }
+        p.run.plan = run.get_or<std::string>("plan", "serial");
+        p.run.warmup_iterations = run.get<std::uint32_t>("warmup_iterations");
+        p.run.measured_iterations = run.get<std::uint32_t>("measured_iterations");
+        if (p.run.measured_iterations == 0) run.at("measured_iterations").fail("must be >= 1");
+        p.run.tool = run.get_or<std::string>("tool", "");
+    }
+    {
+        const std::string timing = r.get<std::string>("timing");
+        if (timing == "cupti")
+            p.timing = ProfileTiming::cupti;
+        else if (timing == "cuda_events")
+            p.timing = ProfileTiming::cuda_events;
+        else
+            r.at("timing").fail("expected \"cupti\" or \"cuda_events\", got \"" + timing + "\"");
+    }
+    p.durations_only = r.get<bool>("durations_only");
+    if (p.timing == ProfileTiming::cuda_events && !p.durations_only)
+        r.at("durations_only").fail("must be true when timing is \"cuda_events\" (events see no kernels)");
+    if (auto it = r.find("iteration_ns")) p.iteration = detail::stats_from_json(*it);
+    if (auto la = r.find("launch_api_ns")) p.launch_api = detail::stats_from_json(*la);
+    p.dropped_records = r.get_or<std::uint64_t>("dropped_records", 0);
+
+    const detail::JsonReader ops = r.at("ops");
+    if (ops.size() == 0) ops.fail("a profile needs at least one op");
+    std::map<std::string, std::size_t> seen;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const detail::JsonReader o = ops[i];
+        o.expect_object();
+        ProfiledOp op;
+        op.name = o.get<std::string>("name");
+        if (op.name.empty()) o.at("name").fail("must not be empty");
+        if (auto [it, fresh] = seen.emplace(op.name, i); !fresh)
+            o.at("name").fail("duplicate op '" + op.name + "' (also at " + ops.path() + "[" +
+                              std::to_string(it->second) + "])");
+        op.layer = o.get_or<std::string>("layer", "");
+        {
+            const std::string kind = o.get_or<std::string>("kind", "other");
+            auto k = op_kind_from_string(kind);
+            if (!k) o.at("kind").fail("unknown op kind \"" + kind + "\"");
+            op.kind = *k;
+        }
+        op.duration = detail::stats_from_json(o.at("duration_ns"));
+
+        const detail::JsonReader ks = o.at("kernels");
+        const detail::JsonReader ts = o.at("transfers");
+        const std::size_t work = ks.size() + ts.size();
+        std::vector<int> order_seen(work, -1);
+        auto take_order = [&](const detail::JsonReader& item) {
+            const std::uint32_t order = item.get<std::uint32_t>("order");
+            if (order >= work)
+                item.at("order").fail("must be below " + std::to_string(work) +
+                                      " (the op's kernels and transfers together)");
+            if (order_seen[order] >= 0) item.at("order").fail("order " + std::to_string(order) + " is used twice");
+            order_seen[order] = 1;
+            return order;
+        };
+        if (p.durations_only && work != 0)
+            o.fail("a durations-only profile lists no kernels or transfers (got " + std::to_string(work) + ")");
+        for (std::size_t j = 0; j < ks.size(); ++j) {
+            const detail::JsonReader k = ks[j];
+            k.expect_object();
+            ProfiledKernel pk;
+            pk.shape.name = k.get<std::string>("name");
+            if (pk.shape.name.empty()) k.at("name").fail("must not be empty");
+            pk.shape.grid = detail::dim3_from_json(k.at("grid"));
+            pk.shape.block = detail::dim3_from_json(k.at("block"));
+            pk.shape.regs_per_thread = k.get<std::uint32_t>("registers_per_thread");
+            pk.shape.static_smem_bytes = k.get<std::uint32_t>("static_smem_bytes");
+            pk.shape.dynamic_smem_bytes = k.get<std::uint32_t>("dynamic_smem_bytes");
+            pk.duration = detail::stats_from_json(k.at("duration_ns"));
+            pk.order = take_order(k);
+            op.kernels.push_back(std::move(pk));
+        }
+        for (std::size_t j = 0; j < ts.size(); ++j) {
+            const detail::JsonReader t = ts[j];
+            t.expect_object();
+            ProfiledTransfer pt;
+            const std::string kind = t.get<std::string>("kind");
+            auto tk = transfer_kind_from_string(kind);
+            if (!tk) t.at("kind").fail("unknown transfer kind \"" + kind + "\"");
+            pt.kind = *tk;
+            pt.bytes = t.get<std::uint64_t>("bytes");
+            pt.duration = detail::stats_from_json(t.at("duration_ns"));
+            pt.order = take_order(t);
+            op.transfers.push_back(pt);
+        }
+        p.ops.push_back(std::move(op));
+    }
+    if (auto un = r.find("unattributed")) {
+        for (std::size_t i = 0; i < un->size(); ++i) {
+            const detail::JsonReader u = (*un)[i];
+            u.expect_object();
+            UnattributedWork w;
+            w.what = u.get<std::string>("what");
+            w.name = u.get_or<std::string>("name", "");
+            w.count = u.get<std::uint32_t>("count");
+            w.total_ns = u.get_or<double>("total_ns", 0.0);
+            p.unattributed.push_back(std::move(w));
+        }
+    }
+    return p;
+}
+
+// Errors name the file: "profile.json:3:14: malformed JSON ..." for syntax,
+// "profile.json: $.ops[2].kernels[0].grid: ..." for fields.
+inline Profile load_profile(const std::string& path) {
+    return profile_from_json(detail::load_json_file(path), path + ": $");
+}
+
+inline void save_profile(const Profile& p, const std::string& path) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error("cannot open '" + path + "' for writing");
+    out << to_json(p).dump(2) << '\n';
+    if (!out) throw Error("could not write the profile to '" + path + "'");
+}
+
+}  // namespace braid

@@ -1,0 +1,42 @@
+// What braid-profile does, as a function the GPU tests can call too: profile
+// a network on a serial plan, write profile.json and plan.json, print the
+// per-layer table. The command line is braid_profile.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "braid/graph/op_graph.hpp"
+#include "braid/model/device_spec.hpp"
+#include "braid/profiler/profile.hpp"
+
+namespace braid::tool {
+
+struct ProfileToolOptions {
+    std::string network = "demo";
+    int device = 0;
+    std::uint32_t warmup = 3;
+    std::uint32_t iters = 10;
+    std::string out_profile = "profile.json";
+    std::string out_plan = "plan.json";
+    std::string strategy = "braid";
+    std::uint32_t max_streams = 8;
+    bool no_cupti = false;  // CUDA events only: a durations-only profile
+    bool kernels = false;   // print every kernel and transfer too
+};
+
+// 0 on success, 77 without a CUDA device ("no CUDA device ..." on stdout).
+// Throws braid::Error (and CUDA errors) for everything else.
+int run_profile_tool(const ProfileToolOptions& options);
+
+// After profiling (profile already written to options.out_profile): prints
+// the per-layer table (and every kernel with options.kernels), plans with
+// options.strategy / max_streams and writes options.out_plan, and prints the
+// measured and simulated iteration times. Needs no GPU.
+void report(const Profile& profile, const OpGraph& graph, const DeviceSpec& device,
+            const ProfileToolOptions& options);
+
+// "ns::(anonymous namespace)::gemm_tiled(float const*, ...)" -> "gemm_tiled".
+std::string short_kernel_name(const std::string& demangled);
+
+}  // namespace braid::tool

@@ -1,0 +1,156 @@
+// profile.json: round trip, and malformed documents rejected with the JSON
+// path of the bad field.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "braid/model/device_table.hpp"
+#include "braid/profiler/profile_json.hpp"
+#include "profiler_fixtures.hpp"
+
+using namespace braid;
+using nlohmann::json;
+
+namespace {
+
+Profile sample_profile() {
+    const OpGraph g = braid::testing::branch_graph();
+    Profile p;
+    p.device = find_device("h100");
+    p.graph_fingerprint = g.fingerprint();
+    p.run.network = "demo";
+    p.run.settings = {{"m", 1024}, {"n", 512}};
+    p.run.warmup_iterations = 2;
+    p.run.measured_iterations = 5;
+    p.run.tool = "test";
+    p.iteration = DurationStats{5000.5, 4000, 9000, 5};
+    p.launch_api = DurationStats{2500, 2000, 4000, 12};
+    p.dropped_records = 3;
+    for (const Op& op : g.ops()) {
+        ProfiledOp po;
+        po.name = op.name;
+        po.layer = op.layer;
+        po.kind = op.kind;
+        po.duration = {1000.0 + op.id, 900.0, 1200.0 + op.id, 5};
+        ProfiledKernel k;
+        k.shape = KernelShape{"void gemm<128>(float const*, float*)", {64, 2, 1}, {256, 1, 1}, 96, 8192, 32768};
+        k.duration = {800.0, 750.0, 950.0, 5};
+        k.order = 1;
+        po.kernels.push_back(k);
+        po.transfers.push_back(ProfiledTransfer{TransferKind::memcpy_dtod, 1 << 20, {150.0, 140.0, 160.0, 5}, 0});
+        p.ops.push_back(po);
+    }
+    p.unattributed.push_back(UnattributedWork{"kernel", "stray", 2, 300.0});
+    return p;
+}
+
+// Loads `j` and returns the error, or "" when it loads.
+std::string load_error(const json& j) {
+    try {
+        (void)profile_from_json(j);
+    } catch (const FormatError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("a profile survives a JSON round trip unchanged") {
+    const Profile p = sample_profile();
+    const json j = to_json(p);
+    CHECK(j["format"] == "braid.profile");
+    CHECK(j["version"] == 1);
+    const Profile back = profile_from_json(json::parse(j.dump()));
+    CHECK(back == p);
+    CHECK(to_json(back) == j);
+
+    SUBCASE("through a file") {
+        const std::string path = "profiler-format-test.profile.json";
+        save_profile(p, path);
+        CHECK(load_profile(path) == p);
+        std::remove(path.c_str());
+    }
+    SUBCASE("a durations-only profile, without optional statistics") {
+        Profile d = p;
+        d.timing = ProfileTiming::cuda_events;
+        d.durations_only = true;
+        d.launch_api.reset();
+        d.iteration.reset();
+        d.unattributed.clear();
+        for (ProfiledOp& op : d.ops) {
+            op.kernels.clear();
+            op.transfers.clear();
+        }
+        CHECK(profile_from_json(to_json(d)) == d);
+    }
+}
+
+TEST_CASE("malformed profiles are rejected with the path of the bad field") {
+    const json good = to_json(sample_profile());
+    auto broken = [&](auto&& edit) {
+        json j = good;
+        edit(j);
+        return load_error(j);
+    };
+    CHECK(load_error(good).empty());
+    CHECK(broken([](json& j) { j["format"] = "braid.plan"; }).find("$.format: expected \"braid.profile\"") == 0);
+    CHECK(broken([](json& j) { j["version"] = 2; }).find("$.version: this braid reads profile version 1") == 0);
+    CHECK(broken([](json& j) { j.erase("graph_fingerprint"); }) == "$.graph_fingerprint: required field is missing");
+    CHECK(broken([](json& j) { j["device"]["sm_count"] = "many"; }).find("$.device.sm_count: expected an integer") == 0);
+    CHECK(broken([](json& j) { j["run"]["measured_iterations"] = 0; }) == "$.run.measured_iterations: must be >= 1");
+    CHECK(broken([](json& j) { j["timing"] = "nvtx"; }).find("$.timing: expected \"cupti\" or \"cuda_events\"") == 0);
+    CHECK(broken([](json& j) { j["timing"] = "cuda_events"; }).find("$.durations_only: must be true") == 0);
+    CHECK(broken([](json& j) { j["ops"] = json::array(); }) == "$.ops: a profile needs at least one op");
+    CHECK(broken([](json& j) { j["ops"][2]["name"] = j["ops"][0]["name"]; }) ==
+          "$.ops[2].name: duplicate op 'load' (also at $.ops[0])");
+    CHECK(broken([](json& j) { j["ops"][1]["kind"] = "sideways"; }) == "$.ops[1].kind: unknown op kind \"sideways\"");
+    CHECK(broken([](json& j) { j["ops"][1]["duration_ns"]["count"] = 0; })
+              .find("$.ops[1].duration_ns.count: must be >= 1") == 0);
+    CHECK(broken([](json& j) { j["ops"][1]["duration_ns"]["min"] = 5000.0; })
+              .find("$.ops[1].duration_ns: expected min <= median <= max") == 0);
+    CHECK(broken([](json& j) { j["ops"][1]["duration_ns"]["max"] = -1.0; })
+              .find("$.ops[1].duration_ns.max: must be a finite number >= 0") == 0);
+    CHECK(broken([](json& j) { j["ops"][3]["kernels"][0]["grid"] = json::array({1, 2}); }) ==
+          "$.ops[3].kernels[0].grid: expected [x, y, z], got 2 values");
+    CHECK(broken([](json& j) { j["ops"][3]["kernels"][0]["block"][1] = 0; }) ==
+          "$.ops[3].kernels[0].block[1]: must be >= 1");
+    CHECK(broken([](json& j) { j["ops"][3]["kernels"][0]["block"][2] = -4; })
+              .find("$.ops[3].kernels[0].block[2]: integer -4 is out of range") == 0);
+    CHECK(broken([](json& j) { j["ops"][0]["kernels"][0].erase("registers_per_thread"); }) ==
+          "$.ops[0].kernels[0].registers_per_thread: required field is missing");
+    CHECK(broken([](json& j) { j["ops"][0]["kernels"][0]["name"] = ""; }) == "$.ops[0].kernels[0].name: must not be empty");
+    CHECK(broken([](json& j) { j["ops"][0]["kernels"][0]["order"] = 0; }) ==
+          "$.ops[0].transfers[0].order: order 0 is used twice");
+    CHECK(broken([](json& j) { j["ops"][0]["kernels"][0]["order"] = 2; }) ==
+          "$.ops[0].kernels[0].order: must be below 2 (the op's kernels and transfers together)");
+    CHECK(broken([](json& j) { j["ops"][0]["transfers"][0]["kind"] = "teleport"; }) ==
+          "$.ops[0].transfers[0].kind: unknown transfer kind \"teleport\"");
+    CHECK(broken([](json& j) { j["ops"][0]["transfers"][0]["bytes"] = "lots"; })
+              .find("$.ops[0].transfers[0].bytes: expected an integer") == 0);
+    CHECK(broken([](json& j) { j["durations_only"] = true; })
+              .find("$.ops[0]: a durations-only profile lists no kernels or transfers") == 0);
+    CHECK(broken([](json& j) { j["ops"][0] = 3; }) == "$.ops[0]: expected an object, got an integer");
+}
+
+TEST_CASE("a malformed profile file is named in the error") {
+    const std::string path = "profiler-format-test.bad.json";
+    {
+        std::ofstream out(path);
+        out << "{\n  \"format\": \"braid.profile\",\n  \"version\": 1,\n  oops\n}\n";
+    }
+    const std::string syntax = path + ":4:";
+    CHECK_THROWS_WITH_AS(load_profile(path), doctest::Contains(syntax.c_str()), FormatError);
+    {
+        json j = to_json(sample_profile());
+        j["ops"][1]["kernels"][0]["grid"][0] = 0;
+        std::ofstream out(path);
+        out << j.dump(2);
+    }
+    CHECK_THROWS_WITH_AS(load_profile(path), (path + ": $.ops[1].kernels[0].grid[0]: must be >= 1").c_str(),
+                         FormatError);
+    std::remove(path.c_str());
+    CHECK_THROWS_WITH_AS(load_profile("no-such-profile.json"), doctest::Contains("no-such-profile.json"), Error);
+}
