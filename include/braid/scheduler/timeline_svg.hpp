@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <set>
 #include <sstream>
@@ -75,7 +76,14 @@ inline std::string timeline_svg(const OpGraph& graph, const sim::Program& progra
         << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" << detail::xml_escape(opt.title)
         << "</text>\n"
         << "<text x=\"" << left << "\" y=\"36\">iteration " << result.makespan_ns / 1e3
-        << " us; outlined: critical path; colours: forward, backward_data, backward_weight, update</text>\n";
+        << " us; outlined: ops on the critical path</text>\n";
+    // Legend: one swatch per op kind.
+    double lx = left + 420.0;
+    for (OpKind k : {OpKind::forward, OpKind::backward_data, OpKind::backward_weight, OpKind::update, OpKind::other}) {
+        svg << "<rect x=\"" << lx << "\" y=\"27\" width=\"12\" height=\"12\" fill=\"" << detail::kind_colour(k)
+            << "\"/><text x=\"" << lx + 16 << "\" y=\"37\">" << to_string(k) << "</text>\n";
+        lx += 24.0 + 7.0 * static_cast<double>(to_string(k).size());
+    }
     // Stream rows.
     for (std::uint32_t s = 0; s < streams; ++s) {
         const double y = top + s * opt.row_px;
@@ -117,12 +125,19 @@ inline std::string timeline_svg(const OpGraph& graph, const sim::Program& progra
         prev_y = py;
     }
     svg << x(span_ns) << "," << prev_y << "\"/>\n";
-    // Time axis.
+    // Time axis: ticks 1, 2 or 5 x 10^k microseconds apart, about ten of them.
     const double ay = uy + util_h + 18.0;
-    for (int i = 0; i <= 10; ++i) {
-        const double t = span_ns * i / 10.0;
-        svg << "<text x=\"" << x(t) - 10 << "\" y=\"" << ay << "\">" << t / 1e3 << "</text>\n";
+    const double span_us = span_ns / 1e3;
+    double step_us = std::pow(10.0, std::floor(std::log10(span_us / 10.0)));
+    for (double m : {2.0, 5.0, 10.0})
+        if (span_us / step_us > 12.0) step_us = std::pow(10.0, std::floor(std::log10(span_us / 10.0))) * m;
+    svg.precision(0);
+    for (double t_us = 0.0; t_us <= span_us + 1e-9; t_us += step_us) {
+        svg << "<line x1=\"" << x(t_us * 1e3) << "\" x2=\"" << x(t_us * 1e3) << "\" y1=\"" << top << "\" y2=\""
+            << uy + util_h << "\" stroke=\"#dddddd\" stroke-width=\"0.5\"/>\n"
+            << "<text x=\"" << x(t_us * 1e3) << "\" y=\"" << ay << "\" text-anchor=\"middle\">" << t_us << "</text>\n";
     }
+    svg.precision(2);
     svg << "<text x=\"" << left << "\" y=\"" << ay + 16 << "\">time (us)</text>\n</svg>\n";
     return svg.str();
 }

@@ -92,6 +92,7 @@ struct Variant {
     bool rank_order = false;     // issue in list-schedule order instead of modelled start time
     bool splits = false;
     bool critical_stream = false;  // the critical path alone on main stream 0, the most urgent
+    bool flat_priorities = false;  // every stream at the default priority
 
     std::uint32_t streams() const { return main_streams + side_streams; }
     std::string describe() const {
@@ -100,12 +101,13 @@ struct Variant {
         d += rank_order ? ", issued by rank" : ", issued by modelled start";
         if (splits) d += ", batch splits";
         if (critical_stream) d += ", critical path on its own stream";
+        if (flat_priorities) d += ", equal priorities";
         return d;
     }
     nlohmann::json to_json() const {
         return {{"main_streams", main_streams}, {"side_streams", side_streams}, {"pin_footprint", pin_footprint},
                 {"issue_order", rank_order ? "rank" : "modelled_start"}, {"batch_splits", splits},
-                {"critical_stream", critical_stream}};
+                {"critical_stream", critical_stream}, {"equal_priorities", flat_priorities}};
     }
 };
 
@@ -245,7 +247,7 @@ public:
                 return topo_pos[a.op] < topo_pos[b.op];
             });
         std::vector<int> priorities(streams, 0);
-        if (streams > 1) {
+        if (streams > 1 && !v.flat_priorities) {
             for (std::uint32_t s = 0; s < v.main_streams; ++s) priorities[s] = s == 0 ? -2 : -1;
             if (v.side_streams == 0) priorities[0] = -1, std::fill(priorities.begin() + 1, priorities.end(), 0);
         }
@@ -298,7 +300,8 @@ inline std::vector<Variant> variants(std::uint32_t max_streams, bool any_side, b
                             if (splits && !any_splittable) continue;
                             if (k == 1 && (pin <= 1.0 || critical)) continue;  // one stream: nothing to arrange
                             if (critical && k - side < 2) continue;
-                            out.push_back(Variant{k - side, side, pin, rank_order, splits, critical});
+                            out.push_back(Variant{k - side, side, pin, rank_order, splits, critical, false});
+                            if (k > 1) out.push_back(Variant{k - side, side, pin, rank_order, splits, critical, true});
                         }
     }
     return out;

@@ -1,0 +1,257 @@
+// braid-plan: plans one training step of a bundled network (estimated costs)
+// or of a profiled graph (measured costs) for a GPU, compares every strategy
+// on the simulator, and writes the chosen plan, a Chrome/Perfetto trace and
+// an SVG timeline of its predicted iteration.
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "braid/braid.hpp"
+#include "braid/graph/graph_json.hpp"
+#include "braid/profiler/costs.hpp"
+#include "braid/profiler/profile_json.hpp"
+#include "nets/zoo.hpp"
+#include "train/training_graph.hpp"
+
+namespace {
+
+struct Options {
+    std::string net = "googlenet";
+    std::uint32_t batch = 32;
+    std::uint32_t image = 224;
+    std::uint32_t classes = 1000;
+    double width_scale = 1.0;
+    bool no_aux = false;
+    std::string profile;
+    std::string device;
+    std::string device_json;
+    std::string strategy = "braid";
+    std::uint32_t max_streams = 8;
+    std::string mode = "graph";
+    std::string out_dir = "braid-plan-out";
+    std::string plan_file, trace_file, svg_file;
+    std::string format = "table";
+    bool list_devices = false;
+    bool list_nets = false;
+};
+
+// What gets planned: a graph, its costs, the device, and a label.
+struct Problem {
+    std::optional<braid::samples::TrainingGraph> training;  // bundled nets own their graph here
+    std::optional<braid::OpGraph> profiled;                 // or the graph embedded in a profile
+    braid::OpCosts costs;
+    braid::DeviceSpec device;
+    std::string what;       // "googlenet, batch 32, 224x224, 1000 classes"
+    std::string cost_source;  // "roofline estimate" or "profile <file>"
+    std::vector<std::string> warnings;
+
+    const braid::OpGraph& graph() const { return training ? training->graph : *profiled; }
+};
+
+braid::DeviceSpec pick_device(const Options& o, const braid::DeviceSpec* from_profile) {
+    if (!o.device_json.empty()) return braid::device_from_json(braid::detail::JsonReader(braid::detail::load_json_file(o.device_json), o.device_json));
+    if (!o.device.empty()) return braid::find_device(o.device);
+    if (from_profile) return *from_profile;
+    return braid::find_device("h200");
+}
+
+Problem load_problem(const Options& o) {
+    Problem p;
+    if (!o.profile.empty()) {
+        if (!std::filesystem::exists(o.profile)) throw braid::Error("cannot read profile '" + o.profile + "': no such file");
+        braid::Profile prof = braid::load_profile(o.profile);
+        if (prof.graph.is_null())
+            throw braid::Error("profile '" + o.profile + "' has no embedded graph (written by an older braid-profile); profile again");
+        p.profiled = braid::graph_from_json(prof.graph, o.profile + ": $.graph");
+        p.device = pick_device(o, &prof.device);
+        const std::string warning = braid::profile_device_warning(prof, p.device);
+        if (!warning.empty()) p.warnings.push_back(warning);
+        p.costs = braid::costs_from_profile(prof, *p.profiled, p.device);
+        p.what = "profiled '" + prof.run.network + "' (" + std::to_string(p.profiled->op_count()) + " ops)";
+        p.cost_source = "profile " + o.profile + (prof.durations_only ? " (durations only)" : "");
+        return p;
+    }
+    braid::samples::TrainConfig tc;
+    tc.model.net = o.net;
+    tc.model.batch = o.batch;
+    tc.model.image = o.image;
+    tc.model.classes = o.classes;
+    tc.model.width_scale = o.width_scale;
+    tc.model.aux_classifiers = !o.no_aux;
+    p.training = braid::samples::build_training_graph(tc);
+    p.device = pick_device(o, nullptr);
+    p.costs = braid::estimate_costs(p.device, braid::samples::op_estimates(*p.training));
+    p.what = fmt::format("{}, batch {}, {}x{}, {} classes{}", o.net, o.batch, o.image, o.image, o.classes,
+                         o.width_scale != 1.0 ? fmt::format(", width x{}", o.width_scale) : "");
+    p.cost_source = "roofline estimate";
+    return p;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+    const std::filesystem::path fp(path);
+    if (fp.has_parent_path()) std::filesystem::create_directories(fp.parent_path());
+    std::ofstream out(path, std::ios::binary);
+    if (!out) throw braid::Error("cannot write '" + path + "'");
+    out << text;
+    if (!out) throw braid::Error("writing '" + path + "' failed");
+}
+
+int run(const Options& o) {
+    if (o.list_devices) {
+        for (const braid::DeviceSpec& d : braid::builtin_devices())
+            fmt::print("{:<8} {} ({} SMs, cc {}.{}, {:.0f} GB/s)\n", d.key, d.name, d.sm_count, d.cc_major, d.cc_minor,
+                       d.dram_bandwidth_gbps);
+        return 0;
+    }
+    if (o.list_nets) {
+        for (const std::string& n : braid::samples::network_names()) fmt::print("{}\n", n);
+        return 0;
+    }
+    const bool strategy_known = [&] {
+        for (const std::string& s : braid::strategy_names())
+            if (s == o.strategy) return true;
+        return false;
+    }();
+    if (!strategy_known) {
+        std::string known;
+        for (const std::string& s : braid::strategy_names()) known += (known.empty() ? "" : ", ") + s;
+        throw braid::Error("unknown strategy '" + o.strategy + "'; known strategies: " + known);
+    }
+
+    const Problem p = load_problem(o);
+    const braid::OpGraph& g = p.graph();
+    braid::ComparisonOptions co;
+    co.max_streams = o.max_streams;
+    co.mode = o.mode == "eager" ? braid::sim::LaunchMode::eager : braid::sim::LaunchMode::graph;
+    const braid::Comparison cmp = braid::compare_strategies(g, p.device, p.costs, co);
+    const braid::StrategyRow& chosen = cmp.row(o.strategy);
+
+    // The chosen plan's predicted timeline.
+    const braid::CompiledPlan compiled = braid::compile(chosen.plan, g);
+    const braid::sim::Program program = braid::to_sim_program(compiled, g, p.device, p.costs, co.mode);
+    const braid::sim::Result result = braid::sim::simulate(p.device, program, co.sim);
+    const std::set<braid::OpId> critical(cmp.bound.critical_ops.begin(), cmp.bound.critical_ops.end());
+
+    const std::string plan_path = o.plan_file.empty() ? o.out_dir + "/plan.json" : o.plan_file;
+    const std::string trace_path = o.trace_file.empty() ? o.out_dir + "/trace.json" : o.trace_file;
+    const std::string svg_path = o.svg_file.empty() ? o.out_dir + "/timeline.svg" : o.svg_file;
+    write_file(plan_path, braid::to_json(chosen.plan, g).dump(2) + "\n");
+    write_file(trace_path, braid::sim::chrome_trace(program, result, "predicted " + p.device.key).dump() + "\n");
+    braid::TimelineSvgOptions so;
+    so.title = fmt::format("{} on {} — {} plan, {} mode: {:.3f} ms predicted", p.what, p.device.key, o.strategy, o.mode,
+                           result.makespan_ns / 1e6);
+    write_file(svg_path, braid::timeline_svg(g, program, result, critical, so));
+
+    if (o.format == "json") {
+        nlohmann::json rows = nlohmann::json::array();
+        for (const braid::StrategyRow& r : cmp.rows)
+            rows.push_back({{"name", r.name},
+                            {"predicted_ms", r.predicted_ns / 1e6},
+                            {"speedup_vs_serial", r.speedup_vs_serial},
+                            {"speedup_vs_serial_graph", r.speedup_vs_serial_graph},
+                            {"streams", r.streams},
+                            {"waits", r.waits},
+                            {"lb_ratio", r.lb_ratio},
+                            {"mean_busy_sm_fraction", r.mean_busy_sm_fraction}});
+        nlohmann::json out{
+            {"strategies", rows},
+            {"input", p.what},
+            {"costs", p.cost_source},
+            {"device", p.device.key},
+            {"mode", o.mode},
+            {"ops", g.op_count()},
+            {"edges", g.edge_count()},
+            {"lower_bound_ms", cmp.bound.bound_ns / 1e6},
+            {"critical_path_ms", cmp.bound.critical_path_ns / 1e6},
+            {"serial_eager_ms", cmp.serial_eager_ns / 1e6},
+            {"serial_graph_ms", cmp.serial_graph_ns / 1e6},
+            {"chosen", o.strategy},
+            {"files", {{"plan", plan_path}, {"trace", trace_path}, {"svg", svg_path}}},
+            {"warnings", p.warnings},
+        };
+        fmt::print("{}\n", out.dump(2));
+        return 0;
+    }
+
+    for (const std::string& w : p.warnings) fmt::print(stderr, "warning: {}\n", w);
+    fmt::print("braid-plan: {} on {} ({})\n", p.what, p.device.name, p.cost_source);
+    fmt::print("  {} ops, {} edges; lower bound {:.3f} ms (critical path {:.3f} ms, SM area {:.3f} ms)\n", g.op_count(),
+               g.edge_count(), cmp.bound.bound_ns / 1e6, cmp.bound.critical_path_ns / 1e6, cmp.bound.area_ns / 1e6);
+    fmt::print("  serial baseline: {:.3f} ms launched eagerly, {:.3f} ms as one CUDA graph\n\n", cmp.serial_eager_ns / 1e6,
+               cmp.serial_graph_ns / 1e6);
+    fmt::print("  predicted iteration time, plans run in {} mode:\n", o.mode);
+    fmt::print("  {:<8} {:>12} {:>10} {:>16} {:>8} {:>7} {:>12} {:>9}\n", "strategy", "predicted ms", "vs serial",
+               "vs serial graph", "streams", "waits", "/ lower bnd", "busy SMs");
+    for (const braid::StrategyRow& r : cmp.rows)
+        fmt::print("  {:<8} {:>12.3f} {:>9.2f}x {:>15.2f}x {:>8} {:>7} {:>12.2f} {:>8.0f}%{}\n", r.name, r.predicted_ns / 1e6,
+                   r.speedup_vs_serial, r.speedup_vs_serial_graph, r.streams, r.waits, r.lb_ratio,
+                   100.0 * r.mean_busy_sm_fraction, r.name == o.strategy ? "  <- written" : "");
+    if (o.strategy == "braid" && chosen.plan.options.contains("chosen_description"))
+        fmt::print("\n  braid chose: {}\n", chosen.plan.options["chosen_description"].get<std::string>());
+    fmt::print("\n  plan:     {}\n  trace:    {}  (open in https://ui.perfetto.dev or chrome://tracing)\n  timeline: {}\n",
+               plan_path, trace_path, svg_path);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    CLI::App app{"braid-plan: plan a CNN training step onto concurrent CUDA streams and predict its speed without a GPU"};
+    app.footer(
+        "\nExamples:\n"
+        "  braid-plan                                   GoogLeNet, batch 32, on an H200 (the defaults)\n"
+        "  braid-plan --net resnet50 --batch 128 --device a100 --mode eager\n"
+        "  braid-plan --profile profile.json            plan a graph profiled by braid-profile\n"
+        "  braid-plan --net resnet152 --format json     numbers for scripts\n"
+        "  braid-plan --list-devices | --list-nets\n");
+    app.add_option("--net", o.net, "bundled network: googlenet, resnet18, resnet34, resnet50, resnet101, resnet152")
+        ->capture_default_str();
+    app.add_option("--batch", o.batch, "images per iteration")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
+    app.add_option("--image", o.image, "square input images of this many pixels a side")
+        ->check(CLI::Range(1u, 8192u))
+        ->capture_default_str();
+    app.add_option("--classes", o.classes, "output classes")->check(CLI::Range(1u, 1u << 24))->capture_default_str();
+    app.add_option("--width-scale", o.width_scale, "multiply every hidden channel count (small nets for quick looks)")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers");
+    app.add_option("--profile", o.profile, "plan the graph and measured costs of a braid-profile profile.json instead");
+    app.add_option("--device", o.device, "GPU from the built-in table (see --list-devices); default: h200, or the profile's");
+    app.add_option("--device-json", o.device_json, "a GPU not in the table, as a device JSON file (docs/formats.md)");
+    app.add_option("--strategy", o.strategy, "whose plan to write: serial, glp4nn, nimble or braid")->capture_default_str();
+    app.add_option("--max-streams", o.max_streams, "streams glp4nn and braid may use")
+        ->check(CLI::Range(1u, 128u))
+        ->capture_default_str();
+    app.add_option("--mode", o.mode, "how plans are run: graph (one captured CUDA graph) or eager (launch by launch)")
+        ->check(CLI::IsMember({"graph", "eager"}))
+        ->capture_default_str();
+    app.add_option("--out", o.out_dir, "folder for plan.json, trace.json and timeline.svg")->capture_default_str();
+    app.add_option("--plan-out", o.plan_file, "write the plan here instead");
+    app.add_option("--trace-out", o.trace_file, "write the Chrome/Perfetto trace here instead");
+    app.add_option("--svg-out", o.svg_file, "write the SVG timeline here instead");
+    app.add_option("--format", o.format, "table (for people) or json (for scripts)")
+        ->check(CLI::IsMember({"table", "json"}))
+        ->capture_default_str();
+    app.add_flag("--list-devices", o.list_devices, "print the built-in devices and exit");
+    app.add_flag("--list-nets", o.list_nets, "print the bundled networks and exit");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    try {
+        return run(o);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "braid-plan: error: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,241 @@
+// braid-plan as a user runs it: JSON output that agrees with the library,
+// plans that validate, well-formed SVG, and clear errors for bad arguments.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "braid/braid.hpp"
+#include "braid/graph/graph_json.hpp"
+#include "braid/profiler/profile_json.hpp"
+#include "train/training_graph.hpp"
+
+using namespace braid;
+
+namespace {
+
+struct Run {
+    int status = 0;
+    std::string out;  // stdout and stderr together
+};
+
+Run run_tool(const std::string& args) {
+    const std::string cmd = std::string(BRAID_PLAN_EXE) + " " + args + " 2>&1";
+    Run r;
+    FILE* pipe = popen(cmd.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::array<char, 4096> buf{};
+    std::size_t n = 0;
+    while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+    const int raw = pclose(pipe);
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    return r;
+}
+
+std::string read(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// Minimal XML well-formedness: balanced and properly nested elements, quoted
+// attributes, known entities, one root element.
+std::string xml_problem(const std::string& x) {
+    std::vector<std::string> open;
+    std::size_t i = 0, roots = 0;
+    if (x.rfind("<?xml", 0) == 0) i = x.find("?>") + 2;
+    while (i < x.size()) {
+        if (x[i] == '<') {
+            const std::size_t end = x.find('>', i);
+            if (end == std::string::npos) return "unterminated tag at " + std::to_string(i);
+            std::string tag = x.substr(i + 1, end - i - 1);
+            if (tag.empty()) return "empty tag at " + std::to_string(i);
+            if (tag[0] == '/') {
+                const std::string name = tag.substr(1);
+                if (open.empty() || open.back() != name) return "closing </" + name + "> does not match";
+                open.pop_back();
+            } else {
+                const bool self_closing = tag.back() == '/';
+                const std::string name = tag.substr(0, tag.find_first_of(" /\n\t"));
+                // attributes: name="value" pairs with no raw '<' inside values
+                std::size_t q = 0;
+                for (char c : tag)
+                    if (c == '"') ++q;
+                if (q % 2) return "unbalanced quotes in <" + name + ">";
+                if (open.empty()) ++roots;
+                if (!self_closing) open.push_back(name);
+            }
+            i = end + 1;
+        } else if (x[i] == '&') {
+            const std::size_t semi = x.find(';', i);
+            const std::string ent = semi == std::string::npos ? "" : x.substr(i, semi - i + 1);
+            if (ent != "&amp;" && ent != "&lt;" && ent != "&gt;" && ent != "&quot;" && ent != "&apos;")
+                return "bad entity at " + std::to_string(i);
+            i = semi + 1;
+        } else {
+            ++i;
+        }
+    }
+    if (!open.empty()) return "<" + open.back() + "> is never closed";
+    if (roots != 1) return "expected one root element, found " + std::to_string(roots);
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("braid-plan --format json agrees with the library and writes a valid plan, trace and SVG") {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "braid-plan-test";
+    std::filesystem::remove_all(dir);
+    const Run r = run_tool("--net resnet18 --batch 8 --image 64 --classes 10 --device a100 --max-streams 4 --format json --out " +
+                           dir.string());
+    REQUIRE_MESSAGE(r.status == 0, r.out);
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    REQUIRE(j["strategies"].size() == 4);
+
+    // The same inputs through the library.
+    samples::TrainConfig tc;
+    tc.model.net = "resnet18";
+    tc.model.batch = 8;
+    tc.model.image = 64;
+    tc.model.classes = 10;
+    const samples::TrainingGraph tg = samples::build_training_graph(tc);
+    const DeviceSpec& dev = find_device("a100");
+    const OpCosts costs = estimate_costs(dev, samples::op_estimates(tg));
+    ComparisonOptions co;
+    co.max_streams = 4;
+    const Comparison c = compare_strategies(tg.graph, dev, costs, co);
+    for (const nlohmann::json& s : j["strategies"]) {
+        const StrategyRow& row = c.row(s["name"].get<std::string>());
+        CAPTURE(row.name);
+        CHECK(s["predicted_ms"].get<double>() == doctest::Approx(row.predicted_ns / 1e6).epsilon(1e-12));
+        CHECK(s["speedup_vs_serial"].get<double>() == doctest::Approx(row.speedup_vs_serial).epsilon(1e-12));
+        CHECK(s["speedup_vs_serial_graph"].get<double>() == doctest::Approx(row.speedup_vs_serial_graph).epsilon(1e-12));
+        CHECK(s["streams"].get<std::uint32_t>() == row.streams);
+        CHECK(s["waits"].get<std::size_t>() == row.waits);
+        CHECK(s["lb_ratio"].get<double>() == doctest::Approx(row.lb_ratio).epsilon(1e-12));
+    }
+    CHECK(j["lower_bound_ms"].get<double>() == doctest::Approx(c.bound.bound_ns / 1e6));
+    CHECK(j["chosen"] == "braid");
+
+    const Plan p = load_plan(j["files"]["plan"].get<std::string>(), tg.graph);
+    CHECK(first_violation(p, tg.graph) == "");
+    CHECK(p.strategy == "braid");
+    CHECK(p == c.row("braid").plan);
+
+    const nlohmann::json trace = nlohmann::json::parse(read(j["files"]["trace"].get<std::string>()));
+    CHECK(trace.contains("traceEvents"));
+    CHECK(xml_problem(read(j["files"]["svg"].get<std::string>())) == "");
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("braid-plan writes the strategy asked for, and the table names the files") {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "braid-plan-test-table";
+    const Run r = run_tool("--net googlenet --batch 4 --image 96 --classes 10 --no-aux --strategy nimble --mode eager --out " +
+                           dir.string());
+    REQUIRE_MESSAGE(r.status == 0, r.out);
+    CHECK(r.out.find("nimble") != std::string::npos);
+    CHECK(r.out.find("<- written") != std::string::npos);
+    CHECK(r.out.find((dir / "plan.json").string()) != std::string::npos);
+    samples::TrainConfig tc;
+    tc.model.net = "googlenet";
+    tc.model.batch = 4;
+    tc.model.image = 96;
+    tc.model.classes = 10;
+    tc.model.aux_classifiers = false;
+    const samples::TrainingGraph tg = samples::build_training_graph(tc);
+    const Plan p = load_plan((dir / "plan.json").string(), tg.graph);
+    CHECK(p.strategy == "nimble");
+    CHECK(first_violation(p, tg.graph) == "");
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("braid-plan: bad arguments give clear errors and a non-zero exit") {
+    Run r = run_tool("--net alexnet");
+    CHECK(r.status != 0);
+    CHECK(r.out.find("unknown network 'alexnet'; known networks: googlenet") != std::string::npos);
+    r = run_tool("--device v100");
+    CHECK(r.status != 0);
+    CHECK(r.out.find("unknown device 'v100'; known devices: a100, h100, h200, l40s, rtx4090") != std::string::npos);
+    r = run_tool("--profile /nonexistent/profile.json");
+    CHECK(r.status != 0);
+    CHECK(r.out.find("cannot read profile '/nonexistent/profile.json'") != std::string::npos);
+    r = run_tool("--batch 0");
+    CHECK(r.status != 0);
+    CHECK(r.out.find("--batch") != std::string::npos);
+    r = run_tool("--strategy fastest");
+    CHECK(r.status != 0);
+    CHECK(r.out.find("unknown strategy 'fastest'") != std::string::npos);
+    r = run_tool("--net googlenet --image 32");
+    CHECK(r.status != 0);
+    CHECK(r.out.find("smallest image") != std::string::npos);
+    r = run_tool("--mode sideways");
+    CHECK(r.status != 0);
+    r = run_tool("--help");
+    CHECK(r.status == 0);
+    CHECK(r.out.find("Examples:") != std::string::npos);
+    CHECK(r.out.find("--profile") != std::string::npos);
+}
+
+TEST_CASE("braid-plan plans a graph embedded in a profile, on the profile's device unless told otherwise") {
+    OpGraphBuilder b;
+    BufferId in = b.add_buffer("in", 1 << 20), l = b.add_buffer("l", 1 << 20), r2 = b.add_buffer("r", 1 << 20),
+             out = b.add_buffer("out", 1 << 20);
+    b.add_op({"src", OpKind::forward, "src", {}, {in}, 0});
+    b.add_op({"left", OpKind::forward, "left", {in}, {l}, 0});
+    b.add_op({"right", OpKind::backward_weight, "right", {in}, {r2}, 0});
+    b.add_op({"join", OpKind::forward, "join", {l, r2}, {out}, 0});
+    const OpGraph g = b.finalize();
+
+    Profile prof;
+    prof.device = find_device("h100");
+    prof.graph_fingerprint = g.fingerprint();
+    prof.graph = to_json(g);
+    prof.run.network = "hand-made";
+    prof.run.measured_iterations = 3;
+    for (const Op& op : g.ops()) {
+        ProfiledOp po;
+        po.name = op.name;
+        po.layer = op.layer;
+        po.kind = op.kind;
+        ProfiledKernel k;
+        k.shape = KernelShape{op.name + "_kernel", {40, 1, 1}, {256, 1, 1}, 32, 0, 0};
+        k.duration = DurationStats{50000.0, 49000.0, 52000.0, 3};
+        po.kernels.push_back(k);
+        po.duration = k.duration;
+        prof.ops.push_back(po);
+    }
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "braid-plan-test-profile";
+    std::filesystem::create_directories(dir);
+    save_profile(prof, (dir / "profile.json").string());
+
+    Run r = run_tool("--profile " + (dir / "profile.json").string() + " --format json --out " + dir.string());
+    REQUIRE_MESSAGE(r.status == 0, r.out);
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    CHECK(j["device"] == "h100");
+    CHECK(j["ops"] == 4);
+    const Plan p = load_plan((dir / "plan.json").string(), g);
+    CHECK(first_violation(p, g) == "");
+    // left and right are independent 40-block kernels: running them together saves one of them.
+    CHECK(j["strategies"][3]["speedup_vs_serial_graph"].get<double>() > 1.3);  // 200 us serial, 150 us with left and right together
+
+    r = run_tool("--profile " + (dir / "profile.json").string() + " --device a100 --format json --out " + dir.string());
+    REQUIRE_MESSAGE(r.status == 0, r.out);
+    j = nlohmann::json::parse(r.out);
+    CHECK(j["device"] == "a100");
+    REQUIRE(j["warnings"].size() == 1);
+    CHECK(j["warnings"][0].get<std::string>().find("H100") != std::string::npos);
+
+    // A profile without its graph cannot be planned, and says why.
+    prof.graph = nullptr;
+    save_profile(prof, (dir / "old.json").string());
+    r = run_tool("--profile " + (dir / "old.json").string());
+    CHECK(r.status != 0);
+    CHECK(r.out.find("has no embedded graph") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}
