@@ -85,7 +85,7 @@ public:
             lanes_.push_back(std::move(lane));
         }
         building_ = sim::Program{};
-        building_.mode = options_.mode == LaunchMode::graph ? sim::LaunchMode::graph : sim::LaunchMode::eager;
+        building_.mode = options_.mode;
         building_.stream_priorities = plan.stream_priorities;
         building_.event_count = plan.event_count;
         building_.actions.reserve(plan.steps.size() * 2);

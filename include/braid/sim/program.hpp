@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "braid/backend/launch_mode.hpp"
 #include "braid/model/cost.hpp"
 #include "braid/model/kernel.hpp"
 
@@ -30,10 +31,10 @@ struct Action {
     std::uint32_t index = 0;  // launch: kernel index; record/wait: event index
 };
 
-enum class LaunchMode : std::uint8_t {
-    eager,  // every action is a host API call with its own latency
-    graph,  // the actions were captured once; one graph launch issues them all
-};
+// Eager (every action a host API call with its own latency) or graph (the
+// actions were captured once; one graph launch issues them all): the same
+// vocabulary the backends use.
+using LaunchMode = braid::LaunchMode;
 
 struct Program {
     std::vector<Kernel> kernels;
