@@ -34,9 +34,9 @@ struct CompiledPlan {
     std::uint32_t stream_count() const noexcept { return static_cast<std::uint32_t>(stream_priorities.size()); }
 };
 
-// Validates, then numbers one event per step that is waited on.
-inline CompiledPlan compile(const Plan& plan, const OpGraph& graph) {
-    validate(plan, graph);
+// Numbers one event per step that is waited on, trusting that the plan is
+// valid for the graph (planners use it on plans they have just built).
+inline CompiledPlan compile_unchecked(const Plan& plan, const OpGraph& graph) {
     CompiledPlan out;
     out.stream_priorities = plan.stream_priorities;
     out.steps.resize(plan.steps.size());
@@ -56,6 +56,12 @@ inline CompiledPlan compile(const Plan& plan, const OpGraph& graph) {
         out.steps[w.step].wait_events.push_back(source.record_event);
     }
     return out;
+}
+
+// Validates, then compiles: what executors run.
+inline CompiledPlan compile(const Plan& plan, const OpGraph& graph) {
+    validate(plan, graph);
+    return compile_unchecked(plan, graph);
 }
 
 }  // namespace braid

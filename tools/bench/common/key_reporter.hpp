@@ -13,6 +13,9 @@ namespace braid::bench {
 
 class KeyReporter : public benchmark::ConsoleReporter {
 public:
+    // Plain tabular output: the key lines that follow must start their line.
+    KeyReporter() : benchmark::ConsoleReporter(benchmark::ConsoleReporter::OO_Tabular) {}
+
     void ReportRuns(const std::vector<Run>& runs) override {
         for (const Run& r : runs)
             if (r.run_type == Run::RT_Iteration && !r.error_occurred) {

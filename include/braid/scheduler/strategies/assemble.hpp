@@ -21,8 +21,11 @@ struct Placement {
     std::vector<std::uint32_t> part_streams;
 };
 
+// `reduced_preds`: reduced_predecessors(graph), when the caller assembles
+// many plans of one graph; null to compute it here.
 inline Plan assemble(const OpGraph& graph, std::string strategy, nlohmann::json options, std::string device,
-                     std::vector<int> stream_priorities, const std::vector<Placement>& issue_order) {
+                     std::vector<int> stream_priorities, const std::vector<Placement>& issue_order,
+                     const std::vector<std::vector<OpId>>* reduced_preds = nullptr) {
     Plan plan;
     plan.strategy = std::move(strategy);
     plan.options = std::move(options);
@@ -33,7 +36,10 @@ inline Plan assemble(const OpGraph& graph, std::string strategy, nlohmann::json 
         const auto parts = static_cast<std::uint32_t>(p.part_streams.size());
         for (std::uint32_t i = 0; i < parts; ++i) plan.steps.push_back(PlanStep{p.op, i, parts, p.part_streams[i]});
     }
-    assign_minimal_waits(plan, graph);
+    if (reduced_preds)
+        assign_minimal_waits(plan, graph, *reduced_preds);
+    else
+        assign_minimal_waits(plan, graph);
     return plan;
 }
 

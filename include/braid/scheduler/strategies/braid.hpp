@@ -121,6 +121,7 @@ public:
         std::vector<double> d(n);
         for (OpId i = 0; i < n; ++i) d[i] = facts_[i].duration_ns;
         rank_ = graph.upward_ranks(d);
+        reduced_preds_ = reduced_predecessors(graph);
         for (OpId op : graph.critical_path(d).ops) on_critical_path_.insert(op);
     }
 
@@ -251,7 +252,7 @@ public:
             for (std::uint32_t s = 0; s < v.main_streams; ++s) priorities[s] = s == 0 ? -2 : -1;
             if (v.side_streams == 0) priorities[0] = -1, std::fill(priorities.begin() + 1, priorities.end(), 0);
         }
-        return assemble(graph_, "braid", {}, dev_.key, priorities, placed);
+        return assemble(graph_, "braid", {}, dev_.key, priorities, placed, &reduced_preds_);
     }
 
     // Nimble's chains, with the chains that carry the critical path urgent.
@@ -265,7 +266,7 @@ public:
     }
 
     double fluid_ns(const Plan& plan) {
-        const CompiledPlan c = compile(plan, graph_);
+        const CompiledPlan c = compile_unchecked(plan, graph_);
         std::vector<FluidStep> steps;
         steps.reserve(c.steps.size());
         for (const CompiledStep& s : c.steps) {
@@ -282,6 +283,7 @@ private:
     const BraidOptions& options_;
     std::vector<OpFacts> facts_;
     std::vector<double> rank_;
+    std::vector<std::vector<OpId>> reduced_preds_;
     std::set<OpId> on_critical_path_;
     std::map<std::pair<OpId, std::uint32_t>, OpFacts> split_facts_;
 };
@@ -330,8 +332,18 @@ inline BraidResult braid_plan(const OpGraph& graph, const DeviceSpec& dev, std::
 
     std::vector<Candidate> own;
     for (const Variant& v : detail_braid::variants(options.max_streams, planner.any_side(), planner.any_splittable())) {
+        if (v.flat_priorities) continue;  // made below from the same placement
         Candidate c{planner.schedule(v), v.describe(), v.to_json(), 0.0};
         c.fluid_ns = planner.fluid_ns(c.plan);
+        if (v.streams() > 1) {
+            // The same placement and waits with every stream at the default priority.
+            Variant flat = v;
+            flat.flat_priorities = true;
+            Candidate f{c.plan, flat.describe(), flat.to_json(), 0.0};
+            std::fill(f.plan.stream_priorities.begin(), f.plan.stream_priorities.end(), 0);
+            f.fluid_ns = planner.fluid_ns(f.plan);
+            own.push_back(std::move(f));
+        }
         own.push_back(std::move(c));
     }
     std::stable_sort(own.begin(), own.end(), [](const Candidate& a, const Candidate& b) { return a.fluid_ns < b.fluid_ns; });
