@@ -5,20 +5,10 @@
 #include "braid/graph/graph_json.hpp"
 #include "test_graphs.hpp"
 
+#include "error_of.hpp"
+
 using namespace braid;
-
-namespace {
-
-std::string error_of(auto&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "<no error>";
-}
-
-}  // namespace
+using braid::testing::error_of;
 
 TEST_CASE("graphs round-trip through JSON with the same fingerprint, edges and access sets") {
     for (const auto& t : braid::testing::planner_test_graphs()) {

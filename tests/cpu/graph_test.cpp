@@ -8,7 +8,10 @@
 
 #include "braid/graph/op_graph.hpp"
 
+#include "error_of.hpp"
+
 using namespace braid;
+using braid::testing::error_of;
 
 namespace {
 
@@ -26,15 +29,6 @@ std::set<std::pair<std::string, std::string>> edge_names(const OpGraph& g) {
     std::set<std::pair<std::string, std::string>> out;
     for (const Edge& e : g.edges()) out.emplace(g.op(e.from).name, g.op(e.to).name);
     return out;
-}
-
-std::string error_of(auto&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "<no error>";
 }
 
 }  // namespace

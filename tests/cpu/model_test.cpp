@@ -13,7 +13,10 @@
 #include "braid/model/occupancy.hpp"
 #include "braid/model/sm_resources.hpp"
 
+#include "error_of.hpp"
+
 using namespace braid;
+using braid::testing::error_of;
 
 namespace {
 
@@ -27,15 +30,6 @@ KernelShape kernel(std::uint32_t threads, std::uint32_t regs, std::uint32_t stat
     k.static_smem_bytes = static_smem;
     k.dynamic_smem_bytes = dynamic_smem;
     return k;
-}
-
-std::string error_of(auto&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "<no error>";
 }
 
 const DeviceSpec& a100() { return find_device("a100"); }

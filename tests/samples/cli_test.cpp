@@ -84,11 +84,29 @@ TEST_CASE("braid-train rejects bad arguments with a clear error") {
     check_fails("--net googlenet --image 16", "the smallest image googlenet accepts is 47x47");
     check_fails("--net googlenet --no-aux --image 16", "the smallest image googlenet accepts is 31x31");
     check_fails("--net resnet18 --backend tpu", "--backend: tpu not in {host,cuda}");
-    check_fails("--net resnet18 --backend cuda " + tiny, "--backend cuda");
     check_fails("--net resnet18 --mode graph " + tiny, "--mode graph");
     check_fails("--net resnet18 --strategy fastest " + tiny, "--strategy 'fastest' is neither");
     check_fails("--net resnet18 --strategy /nonexistent/plan.json " + tiny, "plan file '/nonexistent/plan.json' does not exist");
     check_fails("--net resnet18 --device tpu3 --summary", "unknown device 'tpu3'");
+}
+
+TEST_CASE("braid-train --backend cuda: no CUDA part, no device (exit 77), or a bitwise-checked GPU run") {
+    const Run run = braid_train("--net resnet18 " + tiny + " --backend cuda --mode graph --check");
+    CAPTURE(run.output);
+#if BRAID_SAMPLES_WITH_CUDA
+    if (run.status == 77) {
+        CHECK(run.output.find("braid-train: no CUDA device") != std::string::npos);
+    } else {
+        CHECK(run.status == 0);
+        CHECK(run.output.find("cuda backend: ") != std::string::npos);
+        CHECK(run.output.find("check against a serial run: bitwise identical") != std::string::npos);
+    }
+#else
+    CHECK(run.status == 2);
+    CHECK(run.output.find("--backend cuda: this build of braid-train has no CUDA part") != std::string::npos);
+#endif
+    // Without --backend cuda there is nothing to replay.
+    check_fails("--net resnet18 --mode graph " + tiny, "--mode graph replays a captured CUDA graph");
 }
 
 TEST_CASE("braid-train trains, reports and checks") {

@@ -16,19 +16,13 @@
 #include "braid/scheduler/validate.hpp"
 #include "test_graphs.hpp"
 
+#include "error_of.hpp"
+
 using namespace braid;
+using braid::testing::error_of;
 using braid::testing::TestGraph;
 
 namespace {
-
-std::string error_of(auto&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "<no error>";
-}
 
 // Reachability between steps through stream order and waits, by plain
 // breadth-first search: an independent check of validate()'s bitsets.

@@ -11,21 +11,11 @@
 #include "braid/scheduler/validate.hpp"
 #include "test_graphs.hpp"
 
+#include "error_of.hpp"
+
 using namespace braid;
+using braid::testing::error_of;
 using braid::testing::TestGraph;
-
-namespace {
-
-std::string error_of(auto&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "<no error>";
-}
-
-}  // namespace
 
 TEST_CASE("braid's plan is valid, never slower than any baseline, and never below the lower bound") {
     const DeviceSpec& dev = find_device("h200");

@@ -11,8 +11,11 @@
 #include "braid/model/device_table.hpp"
 #include "braid/model/occupancy.hpp"
 #include "braid/sim/program.hpp"
+#include "error_of.hpp"
 
 namespace braid::sim::test {
+
+using braid::testing::error_of;
 
 inline const DeviceSpec& h200() { return find_device("h200"); }
 
@@ -72,14 +75,5 @@ struct ProgramBuilder {
         p.actions.push_back(Action{ActionKind::wait, stream, event});
     }
 };
-
-inline std::string error_of(auto&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "<no error>";
-}
 
 }  // namespace braid::sim::test

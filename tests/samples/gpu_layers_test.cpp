@@ -1,0 +1,460 @@
+// The CUDA layers against the reference CPU layers on small shapes (suite
+// 'gpu'; the program exits 77 without a device). Tolerances, stated per
+// check: library-backed passes (cuDNN convolution and LRN, cuBLAS GEMMs,
+// FP32 math, no TF32) within 1e-4 * max(1, |ref|) of the reference in
+// double; batch norm and softmax (own kernels reducing in double) within
+// 1e-5; kernels that repeat the reference's float operations (ReLU, add,
+// dropout, gradient sum, SGD, data, own pooling kernels, softmax backward,
+// FC bias gradient) bit for bit against the float reference. Split runs:
+// own kernels and granule-chunked library calls bit for bit, library calls
+// over other image counts within the tolerance.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "cuda/layers.hpp"
+#include "gpu_samples_util.hpp"
+#include "nn/gradient_sum.hpp"
+#include "nn/layers.hpp"
+#include "nn/sgd.hpp"
+#include "samples_test_util.hpp"
+#include "train/synthetic_data.hpp"
+
+using namespace braid::samples;
+using namespace gpu_test;
+using samples_test::random_values;
+
+namespace {
+
+constexpr double library_tol = 1e-4;
+constexpr double reduction_tol = 1e-5;
+
+cuda::LayerOptions exact_options(std::uint32_t granule = 0) {
+    cuda::LayerOptions o;
+    o.deterministic = true;
+    o.tf32 = false;
+    o.split_granule = granule;
+    return o;
+}
+
+template <class T>
+TensorView<const T> cv(const std::vector<T>& v, Shape4 s) {
+    return TensorView<const T>::dense(v.data(), s);
+}
+template <class T>
+TensorView<T> mv(std::vector<T>& v, Shape4 s) {
+    return TensorView<T>::dense(v.data(), s);
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("convolution (cuDNN): forward, backward data and weight match the reference; a strided output slice") {
+    TestLane lane;
+    struct Case {
+        Shape4 in;
+        ConvConfig cfg;
+    };
+    const Case cases[] = {
+        {{3, 5, 9, 9}, {.out_channels = 4, .kernel = 3, .stride = 2, .pad = 1, .groups = 1, .bias = true}},
+        {{2, 6, 7, 7}, {.out_channels = 8, .kernel = 1, .stride = 1, .pad = 0, .groups = 1, .bias = false}},
+        {{2, 4, 8, 8}, {.out_channels = 6, .kernel = 5, .stride = 1, .pad = 2, .groups = 2, .bias = true}},
+    };
+    for (const Case& c : cases) {
+        const Conv2d layer(c.in, c.cfg);
+        CAPTURE(to_string(c.in));
+        CAPTURE(c.cfg.kernel);
+        const Shape4 out = layer.out;
+        const auto x = random_values<double>(c.in.elements(), 1);
+        const auto w = random_values<double>(layer.weight_elements(), 2);
+        const auto b = random_values<double>(c.cfg.out_channels, 3);
+        const auto dy = random_values<double>(out.elements(), 4);
+        std::vector<double> y(out.elements()), dx(c.in.elements()), dw(w.size()), db(b.size());
+        conv_forward<double>(layer, cv(x, c.in), w.data(), c.cfg.bias ? b.data() : nullptr, mv(y, out),
+                             whole_batch(c.in));
+        conv_backward_data<double>(layer, cv(dy, out), w.data(), mv(dx, c.in), whole_batch(c.in));
+        conv_backward_weight<double>(layer, cv(x, c.in), cv(dy, out), dw.data(), c.cfg.bias ? db.data() : nullptr);
+
+        const DeviceVector<float> gx(to_float(x)), gw(to_float(w)), gb(to_float(b)), gdy(to_float(dy));
+        DeviceVector<float> gy(out.elements()), gdx(c.in.elements()), gdw(w.size()), gdb(b.size());
+        cuda::CudaConv conv("conv", layer, exact_options());
+        conv.forward(lane(), gx.view(c.in), gw.get(), c.cfg.bias ? gb.get() : nullptr, gy.view(out),
+                     whole_batch(c.in));
+        conv.backward_data(lane(), gdy.view(out), gw.get(), gdx.view(c.in), whole_batch(c.in));
+        conv.backward_weight(lane(), gx.view(c.in), gdy.view(out), gdw.get(), c.cfg.bias ? gdb.get() : nullptr);
+        check_close(gy.host(), y, library_tol, "conv forward");
+        check_close(gdx.host(), dx, library_tol, "conv backward data");
+        check_close(gdw.host(), dw, library_tol, "conv backward weight");
+        if (c.cfg.bias) check_close(gdb.host(), db, library_tol, "conv bias gradient");
+    }
+
+    // Output into channels [2, 2 + K) of a wider buffer: the other channels stay.
+    const Conv2d layer({2, 3, 6, 6}, {.out_channels = 4, .kernel = 3, .stride = 1, .pad = 1});
+    const Shape4 wide{2, 9, 6, 6};
+    const auto x = random_values<double>(layer.in.elements(), 5);
+    const auto w = random_values<double>(layer.weight_elements(), 6);
+    const auto b = random_values<double>(4, 7);
+    std::vector<double> y(layer.out.elements());
+    conv_forward<double>(layer, cv(x, layer.in), w.data(), b.data(), mv(y, layer.out), whole_batch(layer.in));
+    const DeviceVector<float> gx(to_float(x)), gw(to_float(w)), gb(to_float(b));
+    DeviceVector<float> gwide(wide.elements(), 7.5f);
+    const std::uint64_t plane = 36;
+    TensorView<float> slice{gwide.get() + 2 * plane, layer.out, wide.image_elements()};
+    cuda::CudaConv conv("conv.slice", layer, exact_options());
+    conv.forward(lane(), gx.view(layer.in), gw.get(), gb.get(), slice, whole_batch(layer.in));
+    const std::vector<float> all = gwide.host();
+    std::vector<float> got;
+    std::size_t untouched = 0;
+    for (std::uint32_t n = 0; n < 2; ++n)
+        for (std::uint32_t ch = 0; ch < 9; ++ch)
+            for (std::uint64_t i = 0; i < plane; ++i) {
+                const float v = all[(n * 9 + ch) * plane + i];
+                if (ch >= 2 && ch < 6) got.push_back(v);
+                else untouched += v == 7.5f ? 1 : 0;
+            }
+    check_close(got, y, library_tol, "conv forward into a channel slice");
+    CHECK(untouched == 2 * 5 * plane);
+}
+
+TEST_CASE("library-backed passes in parts: granule chunks give the whole-batch bits, plain parts the tolerance") {
+    TestLane lane;
+    const Shape4 in{5, 4, 8, 8};
+    const Conv2d conv_layer(in, {.out_channels = 6, .kernel = 3, .stride = 1, .pad = 1});
+    const FullyConnected fc_layer(in, {.out_features = 7});
+    const Pool2d pool_layer(in, {.mode = PoolMode::max, .kernel = 3, .stride = 2, .pad = 1});
+    const Lrn lrn_layer(in, {});
+    const Shape4 conv_out = conv_layer.out, fc_out = fc_layer.out, pool_out = pool_layer.out;
+    const DeviceVector<float> x(to_float(random_values<double>(in.elements(), 11)));
+    const DeviceVector<float> w(to_float(random_values<double>(conv_layer.weight_elements(), 12)));
+    const DeviceVector<float> b(to_float(random_values<double>(6, 13)));
+    const DeviceVector<float> fw(to_float(random_values<double>(7 * in.image_elements(), 14)));
+    const DeviceVector<float> fb(to_float(random_values<double>(7, 15)));
+    const DeviceVector<float> dy(to_float(random_values<double>(conv_out.elements(), 16)));
+    const DeviceVector<float> fdy(to_float(random_values<double>(fc_out.elements(), 17)));
+    const DeviceVector<float> pdy(to_float(random_values<double>(pool_out.elements(), 18)));
+    const DeviceVector<float> ldy(to_float(random_values<double>(in.elements(), 19)));
+
+    for (std::uint32_t granule : {0u, 1u}) {
+        CAPTURE(granule);
+        cuda::CudaConv conv("conv", conv_layer, exact_options(granule));
+        cuda::CudaFullyConnected fc("fc", fc_layer, exact_options(granule));
+        cuda::CudaPool pool("pool", pool_layer, exact_options(granule));
+        cuda::CudaLrn lrn("lrn", lrn_layer, exact_options(granule));
+        REQUIRE(pool.uses_cudnn());
+        // Every splittable library pass, for images `r`, into its own output.
+        struct Outputs {
+            DeviceVector<float> y, dx, fy, fdx, py, pdx, ly, ldx;
+        };
+        const auto make = [&] {
+            return Outputs{DeviceVector<float>(conv_out.elements()), DeviceVector<float>(in.elements()),
+                           DeviceVector<float>(fc_out.elements()),   DeviceVector<float>(in.elements()),
+                           DeviceVector<float>(pool_out.elements()), DeviceVector<float>(in.elements()),
+                           DeviceVector<float>(in.elements()),       DeviceVector<float>(in.elements())};
+        };
+        // Pool and LRN backward read their forward outputs: the whole-batch ones.
+        Outputs whole = make(), parts = make();
+        const auto run = [&](Outputs& o, ImageRange r) {
+            conv.forward(lane(), x.view(in), w.get(), b.get(), o.y.view(conv_out), r);
+            conv.backward_data(lane(), dy.view(conv_out), w.get(), o.dx.view(in), r);
+            fc.forward(lane(), x.view(in), fw.get(), fb.get(), o.fy.view(fc_out), r);
+            fc.backward_data(lane(), fdy.view(fc_out), fw.get(), o.fdx.view(in), r);
+            pool.forward(lane(), x.view(in), o.py.view(pool_out), r);
+            pool.backward_data(lane(), x.view(in), whole.py.view(pool_out), pdy.view(pool_out), o.pdx.view(in), r);
+            lrn.forward(lane(), x.view(in), o.ly.view(in), r);
+            lrn.backward_data(lane(), x.view(in), whole.ly.view(in), ldy.view(in), o.ldx.view(in), r);
+        };
+        run(whole, whole_batch(in));
+        for (const ImageRange& r : {ImageRange{0, 2}, ImageRange{2, 3}, ImageRange{3, 5}}) run(parts, r);
+        const std::pair<const DeviceVector<float>*, const DeviceVector<float>*> pairs[] = {
+            {&whole.y, &parts.y},   {&whole.dx, &parts.dx},   {&whole.fy, &parts.fy}, {&whole.fdx, &parts.fdx},
+            {&whole.py, &parts.py}, {&whole.pdx, &parts.pdx}, {&whole.ly, &parts.ly}, {&whole.ldx, &parts.ldx}};
+        const char* names[] = {"conv forward",        "conv backward data", "fc forward",   "fc backward data",
+                               "cuDNN pool forward",  "cuDNN pool backward", "LRN forward", "LRN backward"};
+        for (std::size_t k = 0; k < 8; ++k) {
+            const std::vector<float> all = pairs[k].first->host(), split = pairs[k].second->host();
+            if (granule == 1) {
+                check_bitwise(split, all, std::string(names[k]) + " in parts 2+1+2, granule 1");
+            } else {
+                check_close(split, all, library_tol, std::string(names[k]) + " in parts 2+1+2");
+                MESSAGE(names[k] << " in parts of 2+1+2 images without a granule: "
+                                 << (same_bits(split, all) ? "bitwise equal" : "NOT bitwise equal")
+                                 << " to the whole batch");
+            }
+        }
+    }
+
+    // A part that does not fall on the granule is refused, naming the layer.
+    cuda::CudaConv conv("conv.misaligned", conv_layer, exact_options(2));
+    DeviceVector<float> y(conv_out.elements());
+    CHECK_THROWS_WITH_AS(conv.forward(lane(), x.view(in), w.get(), b.get(), y.view(conv_out), {1, 3}),
+                         doctest::Contains("conv.misaligned"), braid::Error);
+}
+
+TEST_CASE("fully connected (cuBLAS): forward, backward data and weight match the reference") {
+    TestLane lane;
+    const Shape4 in{3, 2, 3, 3};
+    const FullyConnected layer(in, {.out_features = 7});
+    const Shape4 out = layer.out;
+    const auto x = random_values<double>(in.elements(), 21);
+    const auto w = random_values<double>(7 * layer.in_features(), 22);
+    const auto b = random_values<double>(7, 23);
+    const auto dy = random_values<double>(out.elements(), 24);
+    std::vector<double> y(out.elements()), dx(in.elements()), dw(w.size()), db(7);
+    fully_connected_forward<double>(layer, cv(x, in), w.data(), b.data(), mv(y, out), whole_batch(in));
+    fully_connected_backward_data<double>(layer, cv(dy, out), w.data(), mv(dx, in), whole_batch(in));
+    fully_connected_backward_weight<double>(layer, cv(x, in), cv(dy, out), dw.data(), db.data());
+
+    const DeviceVector<float> gx(to_float(x)), gw(to_float(w)), gb(to_float(b)), gdy(to_float(dy));
+    DeviceVector<float> gy(out.elements()), gdx(in.elements()), gdw(w.size()), gdb(7);
+    cuda::CudaFullyConnected fc("fc", layer, exact_options());
+    fc.forward(lane(), gx.view(in), gw.get(), gb.get(), gy.view(out), whole_batch(in));
+    fc.backward_data(lane(), gdy.view(out), gw.get(), gdx.view(in), whole_batch(in));
+    fc.backward_weight(lane(), gx.view(in), gdy.view(out), gdw.get(), gdb.get());
+    check_close(gy.host(), y, library_tol, "fc forward");
+    check_close(gdx.host(), dx, library_tol, "fc backward data");
+    check_close(gdw.host(), dw, library_tol, "fc backward weight");
+
+    // The bias gradient adds images in order in float, as the reference does.
+    std::vector<float> fdw(w.size()), fdb(7);
+    const auto fx = to_float(x), fdy = to_float(dy);
+    fully_connected_backward_weight<float>(layer, cv(fx, in), cv(fdy, out), fdw.data(), fdb.data());
+    check_bitwise(gdb.host(), fdb, "fc bias gradient");
+}
+
+TEST_CASE("pooling: cuDNN where floor rounding fits, own kernels for ceil mode; both against the reference") {
+    TestLane lane;
+    struct Case {
+        Shape4 in;
+        PoolConfig cfg;
+    };
+    const Case cases[] = {
+        {{2, 3, 11, 11}, {.mode = PoolMode::max, .kernel = 3, .stride = 2, .pad = 1, .ceil_mode = false}},
+        {{2, 3, 12, 12}, {.mode = PoolMode::max, .kernel = 3, .stride = 2, .pad = 0, .ceil_mode = true}},
+        {{2, 3, 9, 9}, {.mode = PoolMode::max, .kernel = 3, .stride = 1, .pad = 1, .ceil_mode = true}},
+        {{2, 3, 14, 14}, {.mode = PoolMode::average, .kernel = 5, .stride = 3, .pad = 0, .ceil_mode = true}},
+        {{2, 3, 10, 10}, {.mode = PoolMode::average, .kernel = 3, .stride = 2, .pad = 1, .ceil_mode = true}},
+        {{2, 3, 7, 7}, {.mode = PoolMode::average, .kernel = 1, .stride = 1, .pad = 0, .global = true}},
+    };
+    for (const Case& c : cases) {
+        const Pool2d layer(c.in, c.cfg);
+        const Shape4 out = layer.out;
+        const auto x = to_float(random_values<double>(c.in.elements(), 31));
+        const auto dy = to_float(random_values<double>(out.elements(), 32));
+        std::vector<float> y(out.elements()), dx(c.in.elements());
+        pool_forward<float>(layer, cv(x, c.in), mv(y, out), whole_batch(c.in));
+        pool_backward_data<float>(layer, cv(x, c.in), cv(y, out), cv(dy, out), mv(dx, c.in), whole_batch(c.in));
+        const DeviceVector<float> gx(x), gdy(dy);
+        for (bool use_cudnn : {true, false}) {
+            cuda::CudaPool pool("pool", layer, exact_options(), use_cudnn);
+            CAPTURE(to_string(c.in));
+            CAPTURE(c.cfg.kernel);
+            CAPTURE(pool.uses_cudnn());
+            CHECK(pool.uses_cudnn() == (use_cudnn && cuda::cudnn_pooling_fits(layer)));
+            DeviceVector<float> gy(out.elements()), gdx(c.in.elements());
+            pool.forward(lane(), gx.view(c.in), gy.view(out), whole_batch(c.in));
+            pool.backward_data(lane(), gx.view(c.in), gy.view(out), gdy.view(out), gdx.view(c.in), whole_batch(c.in));
+            if (pool.uses_cudnn()) {
+                check_close(gy.host(), y, library_tol, "cuDNN pool forward");
+                check_close(gdx.host(), dx, library_tol, "cuDNN pool backward");
+            } else {
+                check_bitwise(gy.host(), y, "own pool forward");
+                check_bitwise(gdx.host(), dx, "own pool backward");
+            }
+        }
+    }
+    // GoogLeNet's pool1 (3x3/2, ceil) on 112x112 cannot use cuDNN; ResNet's (3x3/2 pad 1) can.
+    CHECK_FALSE(cuda::cudnn_pooling_fits(Pool2d({1, 1, 112, 112}, {.kernel = 3, .stride = 2, .ceil_mode = true})));
+    CHECK(cuda::cudnn_pooling_fits(Pool2d({1, 1, 112, 112}, {.kernel = 3, .stride = 2, .pad = 1})));
+}
+
+TEST_CASE("LRN (cuDNN) matches the reference, forward and backward") {
+    TestLane lane;
+    const Shape4 in{2, 7, 4, 4};
+    const Lrn layer(in, {});
+    const auto x = random_values<double>(in.elements(), 41, -3.0, 3.0);
+    const auto dy = random_values<double>(in.elements(), 42);
+    std::vector<double> y(in.elements()), dx(in.elements());
+    lrn_forward<double>(layer, cv(x, in), mv(y, in), whole_batch(in));
+    lrn_backward_data<double>(layer, cv(x, in), cv(y, in), cv(dy, in), mv(dx, in), whole_batch(in));
+    const DeviceVector<float> gx(to_float(x)), gdy(to_float(dy));
+    DeviceVector<float> gy(in.elements()), gdx(in.elements());
+    cuda::CudaLrn lrn("lrn", layer, exact_options());
+    lrn.forward(lane(), gx.view(in), gy.view(in), whole_batch(in));
+    lrn.backward_data(lane(), gx.view(in), gy.view(in), gdy.view(in), gdx.view(in), whole_batch(in));
+    check_close(gy.host(), y, library_tol, "LRN forward");
+    check_close(gdx.host(), dx, library_tol, "LRN backward");
+}
+
+TEST_CASE("batch norm (own kernels): statistics, running averages, backward data and weight") {
+    TestLane lane;
+    const Shape4 in{4, 3, 5, 5};
+    const BatchNorm2d layer(in, {});
+    const auto x = random_values<double>(in.elements(), 51, -2.0, 3.0);
+    const auto gamma = random_values<double>(3, 52, 0.5, 1.5);
+    const auto beta = random_values<double>(3, 53);
+    const auto dy = random_values<double>(in.elements(), 54);
+    std::vector<double> y(in.elements()), mean(3), inv_std(3), rmean(3, 0.25), rvar(3, 1.5), dx(in.elements()),
+        dgamma(3), dbeta(3);
+    batch_norm_forward_training<double>(layer, cv(x, in), gamma.data(), beta.data(), mv(y, in), mean.data(),
+                                        inv_std.data(), rmean.data(), rvar.data());
+    batch_norm_backward_data<double>(layer, cv(x, in), cv(dy, in), gamma.data(), mean.data(), inv_std.data(),
+                                     mv(dx, in));
+    batch_norm_backward_weight<double>(layer, cv(x, in), cv(dy, in), mean.data(), inv_std.data(), dgamma.data(),
+                                       dbeta.data());
+
+    const DeviceVector<float> gx(to_float(x)), ggamma(to_float(gamma)), gbeta(to_float(beta)), gdy(to_float(dy));
+    DeviceVector<float> gy(in.elements()), gmean(3), ginv(3), grmean(3, 0.25f), grvar(3, 1.5f), gdx(in.elements()),
+        gdgamma(3), gdbeta(3);
+    cuda::batch_norm_forward_training(lane(), layer, gx.view(in), ggamma.get(), gbeta.get(), gy.view(in), gmean.get(),
+                                      ginv.get(), grmean.get(), grvar.get());
+    cuda::batch_norm_backward_data(lane(), layer, gx.view(in), gdy.view(in), ggamma.get(), gmean.get(), ginv.get(),
+                                   gdx.view(in));
+    cuda::batch_norm_backward_weight(lane(), layer, gx.view(in), gdy.view(in), gmean.get(), ginv.get(),
+                                     gdgamma.get(), gdbeta.get());
+    check_close(gmean.host(), mean, reduction_tol, "saved mean");
+    check_close(ginv.host(), inv_std, reduction_tol, "saved 1/std");
+    check_close(grmean.host(), rmean, reduction_tol, "running mean");
+    check_close(grvar.host(), rvar, reduction_tol, "running variance (unbiased)");
+    check_close(gy.host(), y, reduction_tol, "batch norm forward");
+    check_close(gdx.host(), dx, library_tol, "batch norm backward data");
+    check_close(gdgamma.host(), dgamma, library_tol, "dgamma");
+    check_close(gdbeta.host(), dbeta, library_tol, "dbeta");
+
+    // Run twice: the same bits (fixed reduction order).
+    DeviceVector<float> gy2(in.elements()), gmean2(3), ginv2(3), grmean2(3, 0.25f), grvar2(3, 1.5f);
+    cuda::batch_norm_forward_training(lane(), layer, gx.view(in), ggamma.get(), gbeta.get(), gy2.view(in),
+                                      gmean2.get(), ginv2.get(), grmean2.get(), grvar2.get());
+    check_bitwise(gy2.host(), gy.host(), "batch norm forward, second run");
+    check_bitwise(grvar2.host(), grvar.host(), "running variance, second run");
+}
+
+TEST_CASE("elementwise kernels give the float reference's bits: ReLU, add, dropout, gradient sum, SGD") {
+    TestLane lane;
+    const Shape4 s{5, 3, 4, 4};
+    const auto a = to_float(random_values<double>(s.elements(), 61));
+    const auto b = to_float(random_values<double>(s.elements(), 62));
+    const auto c = to_float(random_values<double>(s.elements(), 63));
+    const DeviceVector<float> ga(a), gb(b), gc(c);
+    const ImageRange parts[] = {{0, 2}, {2, 3}, {3, 5}};
+
+    const Relu relu(s);
+    std::vector<float> y(s.elements()), dx(s.elements());
+    relu_forward<float>(relu, cv(a, s), mv(y, s), whole_batch(s));
+    relu_backward_data<float>(relu, cv(a, s), cv(b, s), mv(dx, s), whole_batch(s));
+    DeviceVector<float> gy(s.elements()), gdx(s.elements());
+    for (const ImageRange& r : parts) {
+        cuda::relu_forward(lane(), relu, ga.view(s), gy.view(s), r);
+        cuda::relu_backward_data(lane(), relu, ga.view(s), gb.view(s), gdx.view(s), r);
+    }
+    check_bitwise(gy.host(), y, "relu forward in parts");
+    check_bitwise(gdx.host(), dx, "relu backward in parts");
+
+    const Add add(s, s);
+    std::vector<float> sum(s.elements());
+    add_forward<float>(add, cv(a, s), cv(b, s), mv(sum, s), whole_batch(s));
+    DeviceVector<float> gsum(s.elements());
+    cuda::add_forward(lane(), add, ga.view(s), gb.view(s), gsum.view(s), whole_batch(s));
+    check_bitwise(gsum.host(), sum, "add");
+
+    const Dropout drop(s, {.ratio = 0.4f});
+    const DropoutKey key{9, 17, 7};
+    std::vector<float> dy_out(s.elements()), back(s.elements());
+    dropout_forward<float>(drop, key, cv(a, s), mv(dy_out, s), whole_batch(s));
+    dropout_backward_data<float>(drop, key, cv(b, s), mv(back, s), whole_batch(s));
+    const DeviceVector<std::uint64_t> step(std::vector<std::uint64_t>{7});
+    DeviceVector<float> gdrop(s.elements()), gback(s.elements());
+    for (const ImageRange& r : parts) {
+        cuda::dropout_forward(lane(), drop, 9, 17, step.get(), ga.view(s), gdrop.view(s), r);
+        cuda::dropout_backward_data(lane(), drop, 9, 17, step.get(), gb.view(s), gback.view(s), r);
+    }
+    check_bitwise(gdrop.host(), dy_out, "dropout forward in parts (same mask as the CPU)");
+    check_bitwise(gback.host(), back, "dropout backward in parts");
+
+    // Gradient sum of three partials, one a channel slice of a wider buffer.
+    const Shape4 wide{5, 7, 4, 4};
+    const auto w = to_float(random_values<double>(wide.elements(), 64));
+    const DeviceVector<float> gw(w);
+    const TensorView<const float> host_slice{w.data() + 2 * 16, s, wide.image_elements()};
+    const TensorView<const float> dev_slice{gw.get() + 2 * 16, s, wide.image_elements()};
+    const std::vector<TensorView<const float>> host_parts{cv(a, s), host_slice, cv(c, s)};
+    std::vector<float> total(s.elements());
+    gradient_sum<float>(host_parts, mv(total, s), whole_batch(s));
+    const std::vector<TensorView<const float>> dev_parts{ga.view(s), dev_slice, gc.view(s)};
+    DeviceVector<float> gtotal(s.elements());
+    for (const ImageRange& r : parts) cuda::gradient_sum(lane(), dev_parts, gtotal.view(s), r);
+    check_bitwise(gtotal.host(), total, "gradient sum in parts");
+
+    const SgdConfig sgd{0.05f, 0.9f, 1e-3f};
+    auto param = a, velocity = c;
+    auto bias = b, bias_velocity = c;
+    sgd_momentum_update<float>(sgd, param.data(), b.data(), velocity.data(), param.size(), true);
+    sgd_momentum_update<float>(sgd, bias.data(), a.data(), bias_velocity.data(), bias.size(), false);
+    DeviceVector<float> gparam(a), gvelocity(c), gbias(b), gbias_velocity(c);
+    const std::vector<cuda::SgdTensorRef> tensors{{gparam.get(), gb.get(), gvelocity.get(), a.size(), true},
+                                                  {gbias.get(), ga.get(), gbias_velocity.get(), b.size(), false}};
+    cuda::sgd_momentum_update(lane(), sgd, tensors);
+    check_bitwise(gparam.host(), param, "SGD weights");
+    check_bitwise(gvelocity.host(), velocity, "SGD momentum");
+    check_bitwise(gbias.host(), bias, "SGD bias (no decay)");
+    check_bitwise(gbias_velocity.host(), bias_velocity, "SGD bias momentum");
+}
+
+TEST_CASE("softmax cross-entropy: probabilities, losses and gradients") {
+    TestLane lane;
+    const Shape4 s{4, 10, 1, 1};
+    const SoftmaxCrossEntropy layer(s, {.weight = 0.3f});
+    const auto z = random_values<double>(s.elements(), 71, -4.0, 4.0);
+    const std::vector<std::int32_t> labels{3, 0, 9, 3};
+    std::vector<double> p(s.elements()), per(4), loss(1), g(s.elements());
+    softmax_loss_forward<double>(layer, cv(z, s), labels.data(), mv(p, s), per.data(), whole_batch(s));
+    softmax_loss_sum<double>(layer, per.data(), loss.data());
+    softmax_loss_backward_data<double>(layer, cv(p, s), labels.data(), mv(g, s), whole_batch(s));
+
+    const DeviceVector<float> gz(to_float(z));
+    const DeviceVector<std::int32_t> glabels(labels);
+    DeviceVector<float> gp(s.elements()), gper(4), gloss(1), gg(s.elements());
+    for (const ImageRange& r : {ImageRange{0, 1}, ImageRange{1, 4}}) {
+        cuda::softmax_loss_forward(lane(), layer, gz.view(s), glabels.get(), gp.view(s), gper.get(), r);
+        cuda::softmax_loss_backward_data(lane(), layer, gp.view(s), glabels.get(), gg.view(s), r);
+    }
+    cuda::softmax_loss_sum(lane(), layer, gper.get(), gloss.get());
+    check_close(gp.host(), p, reduction_tol, "softmax probabilities");
+    check_close(gper.host(), per, reduction_tol, "per-image loss");
+    check_close(gloss.host(), loss, reduction_tol, "weighted mean loss");
+    check_close(gg.host(), g, reduction_tol, "dlogits");
+
+    // From the same probabilities the gradient is the float reference's, bit for bit.
+    const std::vector<float> probs = gp.host();
+    std::vector<float> fg(s.elements());
+    softmax_loss_backward_data<float>(layer, cv(probs, s), labels.data(), mv(fg, s), whole_batch(s));
+    check_bitwise(gg.host(), fg, "dlogits from equal probabilities");
+}
+
+TEST_CASE("synthetic data and the step counter on the device give the host's bits, in any parts") {
+    TestLane lane;
+    const Shape4 s{6, 3, 5, 5};
+    for (std::uint64_t period : {0ull, 4ull}) {
+        CAPTURE(period);
+        const std::uint64_t step_value = 9;
+        const std::uint64_t iteration = period == 0 ? step_value : step_value % period;
+        std::vector<float> images(s.elements());
+        std::vector<std::int32_t> labels(6);
+        synthetic_batch(3, 11, iteration, mv(images, s), labels.data(), whole_batch(s));
+        const DeviceVector<std::uint64_t> step(std::vector<std::uint64_t>{step_value});
+        DeviceVector<float> gimages(s.elements());
+        DeviceVector<std::int32_t> glabels(6);
+        for (const ImageRange& r : {ImageRange{0, 1}, ImageRange{1, 4}, ImageRange{4, 6}})
+            cuda::synthetic_batch(lane(), 3, 11, period, step.get(), gimages.view(s), glabels.get(), r);
+        check_bitwise(gimages.host(), images, "synthetic images");
+        CHECK(glabels.host() == labels);
+    }
+    DeviceVector<std::uint64_t> step(std::vector<std::uint64_t>{41});
+    cuda::advance_step(lane(), step.get());
+    cuda::advance_step(lane(), step.get());
+    CHECK(step.host() == std::vector<std::uint64_t>{43});
+}
+
+}  // TEST_SUITE

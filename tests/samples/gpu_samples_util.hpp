@@ -1,0 +1,123 @@
+// Helpers of the samples' GPU tests: a lane made by hand (stream, cuDNN and
+// cuBLAS handles bound to it, workspaces, scratch), device copies of host
+// vectors, and comparisons with a stated tolerance.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "braid/backend/cuda.hpp"
+#include "nn/tensor.hpp"
+
+namespace gpu_test {
+
+using namespace braid::samples;
+
+// What CudaBackend gives a body, without a backend.
+class TestLane {
+public:
+    TestLane()
+        : stream_(braid::cuda::create_stream()), cublas_(braid::cuda::create_cublas()),
+          cudnn_(braid::cuda::create_cudnn()), cublas_ws_(std::size_t{32} << 20), cudnn_ws_(std::size_t{64} << 20) {
+        braid::cuda::check(cublasSetStream(cublas_.get(), stream_.get()), "cublasSetStream");
+        braid::cuda::check(cublasSetWorkspace(cublas_.get(), cublas_ws_.get(), cublas_ws_.bytes()),
+                           "cublasSetWorkspace");
+        braid::cuda::check(cudnnSetStream(cudnn_.get(), stream_.get()), "cudnnSetStream");
+        lane_.stream = stream_.get();
+        lane_.cublas = cublas_.get();
+        lane_.cudnn = cudnn_.get();
+        lane_.cublas_workspace = cublas_ws_.get();
+        lane_.cublas_workspace_bytes = cublas_ws_.bytes();
+        lane_.cudnn_workspace = cudnn_ws_.get();
+        lane_.cudnn_workspace_bytes = cudnn_ws_.bytes();
+    }
+    ~TestLane() { braid::cuda::check_noexcept(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize"); }
+
+    // The lane for one body (its scratch starts empty).
+    braid::CudaLane& operator()() {
+        lane_.scratch.begin_body(false);
+        return lane_;
+    }
+    void sync() const { braid::cuda::check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize"); }
+
+private:
+    braid::cuda::Stream stream_;
+    braid::cuda::CublasHandle cublas_;
+    braid::cuda::CudnnHandle cudnn_;
+    braid::cuda::DeviceBuffer cublas_ws_, cudnn_ws_;
+    braid::CudaLane lane_;
+};
+
+template <class T>
+class DeviceVector {
+public:
+    explicit DeviceVector(const std::vector<T>& host) : size_(host.size()), memory_(std::max<std::size_t>(1, host.size()) * sizeof(T)) {
+        braid::cuda::check(cudaMemcpy(memory_.get(), host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice),
+                           "cudaMemcpy");
+    }
+    explicit DeviceVector(std::size_t n, T fill = T{}) : DeviceVector(std::vector<T>(n, fill)) {}
+
+    T* get() const { return static_cast<T*>(memory_.get()); }
+    std::size_t size() const { return size_; }
+    std::vector<T> host() const {
+        braid::cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+        std::vector<T> out(size_);
+        braid::cuda::check(cudaMemcpy(out.data(), memory_.get(), size_ * sizeof(T), cudaMemcpyDeviceToHost),
+                           "cudaMemcpy");
+        return out;
+    }
+    // A dense NCHW view of the device data.
+    TensorView<T> view(Shape4 s) const {
+        REQUIRE(s.elements() <= size_);
+        return TensorView<T>::dense(get(), s);
+    }
+
+private:
+    std::size_t size_;
+    braid::cuda::DeviceBuffer memory_;
+};
+
+template <class T>
+std::vector<float> to_float(const std::vector<T>& v) {
+    return std::vector<float>(v.begin(), v.end());
+}
+inline std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+// |gpu - ref| <= tol * max(1, |ref|) for every element; names the first misses.
+template <class R>
+void check_close(const std::vector<float>& gpu, const std::vector<R>& ref, double tol, const std::string& what) {
+    REQUIRE(gpu.size() == ref.size());
+    std::size_t bad = 0;
+    double worst = 0.0;
+    for (std::size_t i = 0; i < gpu.size(); ++i) {
+        const double r = static_cast<double>(ref[i]);
+        const double d = std::abs(static_cast<double>(gpu[i]) - r);
+        worst = std::max(worst, d / std::max(1.0, std::abs(r)));
+        if (!(d <= tol * std::max(1.0, std::abs(r))) && bad++ < 3)
+            FAIL_CHECK(what << "[" << i << "]: gpu " << gpu[i] << " vs reference " << r);
+    }
+    CHECK_MESSAGE(bad == 0, what << ": " << bad << " of " << gpu.size() << " elements outside " << tol
+                                << " (worst scaled difference " << worst << ")");
+}
+
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Bit for bit; names the first difference.
+inline void check_bitwise(const std::vector<float>& gpu, const std::vector<float>& ref, const std::string& what) {
+    REQUIRE(gpu.size() == ref.size());
+    for (std::size_t i = 0; i < gpu.size(); ++i)
+        if (std::memcmp(&gpu[i], &ref[i], sizeof(float)) != 0) {
+            FAIL_CHECK(what << ": first difference at " << i << ": gpu " << gpu[i] << " vs reference " << ref[i]);
+            return;
+        }
+    CHECK(true);
+}
+
+}  // namespace gpu_test

@@ -1,0 +1,195 @@
+// Whole training steps on the GPU (suite 'gpu'): a CudaModel starts from
+// HostModel's bits and trains like it (within tolerance); braid, nimble and
+// glp4nn plans give the serial plan's bits in eager and graph mode on
+// reduced GoogLeNet (with its auxiliary heads) and ResNet-50; a plan that
+// splits every op gives the whole-batch bits under the split granule.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "braid/model/device_table.hpp"
+#include "braid/model/estimate.hpp"
+#include "braid/scheduler/executor.hpp"
+#include "braid/scheduler/planner.hpp"
+#include "braid/scheduler/strategies/assemble.hpp"
+#include "braid/scheduler/strategies/serial.hpp"
+#include "cuda/cuda_model.hpp"
+#include "cuda/cuda_trainer.hpp"
+#include "train/host_model.hpp"
+#include "train/training_graph.hpp"
+#include "train/weights.hpp"
+
+using namespace braid::samples;
+
+namespace {
+
+TrainConfig small(const std::string& net) {
+    TrainConfig c;
+    c.model.net = net;
+    c.model.batch = 4;
+    c.model.classes = 5;
+    c.model.width_scale = 0.125;
+    c.model.image = net == "googlenet" ? 47 : 32;
+    return c;
+}
+
+// Runs `iterations` iterations of `plan` (after a warm-up) and returns the weights.
+WeightSnapshot train(const TrainingGraph& tg, const braid::Plan& plan, const CudaRunOptions& o, int iterations,
+                     double* loss = nullptr) {
+    CudaTrainer t(tg, plan, o);
+    t.warm_up();
+    for (int i = 0; i < iterations; ++i) (void)t.iterate();
+    if (loss) *loss = t.loss();
+    return t.weights();
+}
+
+// Every parameter/state element of `gpu` near the host's: at most 0.1% of
+// the elements beyond |a - b| <= 1e-5 + 1e-3 |b| (a ReLU or max-pool
+// decision at a value within rounding of zero or of a tie can flip between
+// CPU and GPU), none beyond 1e-3 + 1e-2 |b|.
+void check_near_host(const WeightSnapshot& gpu, const WeightSnapshot& host) {
+    const TrainingGraph& tg = *host.graph;
+    std::uint64_t elements = 0, loose = 0, outside = 0;
+    std::string worst;
+    for (braid::BufferId id = 0; id < tg.buffers.size(); ++id) {
+        const BufferInfo& info = tg.buffers[id];
+        if (!is_weight(info)) continue;
+        if (info.element != ElementType::f32) {
+            CHECK_MESSAGE(gpu.buffers[id] == host.buffers[id], tg.graph.buffer(id).name);
+            continue;
+        }
+        const std::size_t n = host.buffers[id].size() / 4;
+        REQUIRE(gpu.buffers[id].size() == host.buffers[id].size());
+        for (std::size_t i = 0; i < n; ++i) {
+            float a = 0, b = 0;
+            std::memcpy(&a, gpu.buffers[id].data() + 4 * i, 4);
+            std::memcpy(&b, host.buffers[id].data() + 4 * i, 4);
+            const double d = std::abs(static_cast<double>(a) - b);
+            ++elements;
+            if (!(d <= 1e-5 + 1e-3 * std::abs(b))) ++loose;
+            if (!(d <= 1e-3 + 1e-2 * std::abs(b)) && outside++ < 3)
+                worst += tg.graph.buffer(id).name + "[" + std::to_string(i) + "]: " + std::to_string(a) + " vs " +
+                         std::to_string(b) + "; ";
+        }
+    }
+    CAPTURE(worst);
+    CHECK(outside == 0);
+    CHECK_MESSAGE(loose * 1000 <= elements, loose << " of " << elements << " elements beyond the tight bound");
+    MESSAGE(tg.network.name() << ": " << loose << " of " << elements << " weight elements beyond the tight bound");
+}
+
+// Each splittable op in `parts` parts, all on one stream, in topological order.
+braid::Plan split_everything(const braid::OpGraph& graph, std::uint32_t parts) {
+    std::vector<braid::strategy::Placement> order;
+    for (braid::OpId op : graph.topological_order())
+        order.push_back({op, std::vector<std::uint32_t>(graph.op(op).splittable() ? parts : 1, 0)});
+    return braid::strategy::assemble(graph, "split", nlohmann::json::object(), "", {0}, order);
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("a CudaModel starts from HostModel's bits and trains like it") {
+    for (const std::string net : {"googlenet", "resnet18"}) {
+        CAPTURE(net);
+        const TrainingGraph tg = build_training_graph(small(net));
+        HostModel host(tg);
+        {
+            const CudaModel start(tg);
+            const WeightComparison same = compare_weights(start, host);
+            CAPTURE(same.describe());
+            CHECK(same.identical);
+            CHECK(same.tensors_compared > 10);
+        }
+        CudaRunOptions exact;
+        exact.deterministic = true;
+        exact.tf32 = false;
+        const braid::Plan serial = braid::strategy::serial(tg.graph);
+        for (int it = 0; it < 2; ++it) host.run_serial_iteration();
+        double gpu_loss = 0.0;
+        const WeightSnapshot gpu = train(tg, serial, exact, 2, &gpu_loss);
+        CHECK(std::isfinite(gpu_loss));
+        CHECK(gpu_loss == doctest::Approx(host.loss()).epsilon(1e-4));
+        check_near_host(gpu, snapshot_weights(host));
+
+        // TF32 and the fastest algorithms train too: the loss stays close.
+        CudaRunOptions fast;
+        double fast_loss = 0.0;
+        (void)train(tg, serial, fast, 2, &fast_loss);
+        CHECK(fast_loss == doctest::Approx(host.loss()).epsilon(2e-2));
+    }
+}
+
+TEST_CASE("braid, nimble and glp4nn plans give the serial bits on the GPU, eager and graph mode") {
+    const braid::DeviceSpec& device = braid::find_device("h200");
+    for (const std::string net : {"googlenet", "resnet50"}) {
+        const TrainingGraph tg = build_training_graph(small(net));
+        const braid::OpCosts costs = braid::estimate_costs(device, op_estimates(tg));
+        const braid::Plan serial = braid::strategy::serial(tg.graph, device.key);
+        for (const bool graph : {false, true}) {
+            std::map<std::uint32_t, WeightSnapshot> serial_by_granule;
+            for (const std::string strategy : {"braid", "nimble", "glp4nn"}) {
+                braid::PlanOptions po;
+                po.strategy = strategy;
+                po.max_streams = 3;
+                po.mode = graph ? braid::LaunchMode::graph : braid::LaunchMode::eager;
+                const braid::Plan plan = braid::make_plan(tg.graph, device, costs, po);
+                CudaRunOptions o;
+                o.graph_mode = graph;
+                o.deterministic = true;
+                o.split_granule = split_granule(plan, tg.graph);
+                CAPTURE(net);
+                CAPTURE(graph);
+                CAPTURE(strategy);
+                CAPTURE(o.split_granule);
+                auto it = serial_by_granule.find(o.split_granule);
+                if (it == serial_by_granule.end())
+                    it = serial_by_granule.emplace(o.split_granule, train(tg, serial, o, 2)).first;
+                const WeightComparison cmp = compare_weights(train(tg, plan, o, 2), it->second);
+                CAPTURE(cmp.describe());
+                CHECK(cmp.identical);
+            }
+        }
+    }
+}
+
+TEST_CASE("every op in 3 parts: the split granule gives the whole-batch bits, plain parts stay within tolerance") {
+    for (const std::string net : {"googlenet", "resnet18"}) {
+        CAPTURE(net);
+        const TrainingGraph tg = build_training_graph(small(net));
+        const braid::Plan parts = split_everything(tg.graph, 3);
+        const braid::Plan serial = braid::strategy::serial(tg.graph);
+        const std::uint32_t granule = split_granule(parts, tg.graph);
+        CHECK(granule == 1);  // a batch of 4 in parts of 2 + 1 + 1
+
+        CudaRunOptions chunked;
+        chunked.deterministic = true;
+        chunked.split_granule = granule;
+        const WeightComparison exact = compare_weights(train(tg, parts, chunked, 2), train(tg, serial, chunked, 2));
+        CAPTURE(exact.describe());
+        CHECK(exact.identical);
+
+        CudaRunOptions plain;
+        plain.deterministic = true;
+        const WeightSnapshot split = train(tg, parts, plain, 2), whole = train(tg, serial, plain, 2);
+        const ToleranceComparison near = compare_weights_within(split, whole, 1e-3, 1e-4);
+        CAPTURE(near.describe());
+        CHECK(near.within);
+        MESSAGE(net << ": parts without a granule are " << (compare_weights(split, whole).identical ? "" : "NOT ")
+                    << "bitwise equal to the whole batch (" << near.describe() << ")");
+
+        // A granule the parts do not fall on is an error naming the op.
+        CudaRunOptions misaligned;
+        misaligned.deterministic = true;
+        misaligned.split_granule = 2;
+        CudaTrainer t(tg, parts, misaligned);
+        CHECK_THROWS_WITH_AS(t.warm_up(), doctest::Contains("split granule"), braid::ExecutionError);
+    }
+}
+
+}  // TEST_SUITE
