@@ -1,9 +1,10 @@
 // braid-train: trains a sample network (GoogLeNet, ResNet-18..152) on
 // seeded synthetic data and reports loss, time and images per second. The
-// host backend runs the reference CPU layers on braid's executor, in the
-// plan a strategy makes from roofline estimates for --device (or a
-// plan.json); --check trains a second model with the serial runner and
-// compares every weight bit for bit.
+// host backend runs the reference CPU layers on braid's executor, the cuda
+// backend the cuDNN/cuBLAS layers (eager or as a replayed CUDA graph), in
+// the plan a strategy makes from roofline estimates for --device (or a
+// plan.json); --check trains a second model serially and compares every
+// weight bit for bit.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -30,6 +31,9 @@
 #include "train/host_model.hpp"
 #include "train/summary.hpp"
 #include "train/training_graph.hpp"
+#if BRAID_SAMPLES_WITH_CUDA
+#include "cuda/cuda_trainer.hpp"
+#endif
 
 namespace {
 
@@ -47,6 +51,9 @@ struct Options {
     std::string mode = "eager";
     std::string device = "h200";
     std::uint32_t max_streams = 8;
+    bool deterministic = false;  // cuda: deterministic cuDNN algorithms without --check too
+    bool no_tf32 = false;        // cuda: FP32 convolutions and GEMMs
+    bool heuristic_algorithms = false;
 };
 
 // A usage error: message, exit status 2.
@@ -64,10 +71,12 @@ void validate(const Options& o) {
         if (!std::filesystem::is_regular_file(o.strategy))
             throw UsageError{"--strategy: plan file '" + o.strategy + "' does not exist"};
     }
+#if !BRAID_SAMPLES_WITH_CUDA
     if (o.backend == "cuda")
-        throw UsageError{"--backend cuda: this build of braid-train has no CUDA implementation of the sample layers "
-                         "yet; use --backend host"};
-    if (o.mode == "graph")
+        throw UsageError{"--backend cuda: this build of braid-train has no CUDA part (configure with CUDA, or use "
+                         "--backend host)"};
+#endif
+    if (o.mode == "graph" && o.backend != "cuda")
         throw UsageError{"--mode graph replays a captured CUDA graph and needs --backend cuda; the host backend runs "
                          "eagerly"};
 }
@@ -124,6 +133,7 @@ braid::Plan make_training_plan(const Options& o, const TrainingGraph& tg, const 
     braid::PlanOptions options;
     options.strategy = o.strategy;
     options.max_streams = o.max_streams;
+    options.mode = o.mode == "graph" ? braid::LaunchMode::graph : braid::LaunchMode::eager;
     return braid::make_plan(tg.graph, device, costs, options);
 }
 
@@ -140,6 +150,16 @@ int train(const Options& o) {
         return 0;
     }
 
+#if BRAID_SAMPLES_WITH_CUDA
+    if (o.backend == "cuda") {
+        const std::string reason = cuda_unavailable_reason();
+        if (!reason.empty()) {
+            fmt::print(stderr, "braid-train: {}\n", reason);
+            return 77;
+        }
+    }
+#endif
+
     fmt::print("{}: batch {}, {}x{} images, {} classes, width scale {}, {} parameters; {} backend, {} strategy, "
                "seed {}\n",
                m.net, m.batch, m.image, m.image, m.classes, m.width_scale, tg.network.parameter_count(), o.backend,
@@ -154,6 +174,19 @@ int train(const Options& o) {
                plan.device.empty() ? std::string("no device") : "for " + plan.device, plan.stream_count(),
                plan.steps.size(), split_steps, plan.waits.size());
     std::fflush(stdout);
+
+#if BRAID_SAMPLES_WITH_CUDA
+    if (o.backend == "cuda") {
+        CudaTrainRequest request;
+        request.iterations = o.iterations;
+        request.check = o.check;
+        request.run.graph_mode = o.mode == "graph";
+        request.run.deterministic = o.deterministic;
+        request.run.tf32 = !o.no_tf32;
+        request.run.heuristic_algorithms = o.heuristic_algorithms;
+        return run_cuda_training(tg, plan, request);
+    }
+#endif
 
     HostModel model(tg);
     braid::HostBackend backend;
@@ -260,6 +293,11 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"eager", "graph"}))
         ->capture_default_str();
     app.add_flag("--check", o.check, "train a second model serially and compare every weight bitwise");
+    app.add_flag("--deterministic", o.deterministic,
+                 "cuda: deterministic cuDNN algorithms only (always with --check)");
+    app.add_flag("--no-tf32", o.no_tf32, "cuda: FP32 products in convolutions and GEMMs instead of TF32");
+    app.add_flag("--heuristic-algorithms", o.heuristic_algorithms,
+                 "cuda: cuDNN's heuristics choose convolution algorithms instead of timing them (cudnnFind)");
     CLI11_PARSE(app, argc, argv);
 
     try {

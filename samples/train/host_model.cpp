@@ -8,6 +8,7 @@
 
 #include "nn/counter_hash.hpp"
 #include "nn/gradient_sum.hpp"
+#include "train/initial_values.hpp"
 #include "train/synthetic_data.hpp"
 
 namespace braid::samples {
@@ -77,22 +78,10 @@ void HostModel::initialize() {
         const LayerSpec& spec = graph_.network.layer(l).spec;
         const LayerBuffers& lb = graph_.layers[l];
         const std::vector<ParamSpec> params = parameters_of(spec);
-        for (std::size_t i = 0; i < params.size(); ++i, ++ordinal) {
-            float* w = data<float>(lb.params[i]);
-            const ParamSpec& p = params[i];
-            if (p.init == InitRule::ones) std::fill(w, w + p.elements(), 1.0f);
-            if (p.init == InitRule::constant) std::fill(w, w + p.elements(), p.value);
-            const float bound = static_cast<float>(uniform_bound(p.init, p.fan_in));
-            if (bound == 0.0f) continue;
-            for (std::uint64_t e = 0; e < p.elements(); ++e)
-                w[e] = (2.0f * uniform01(counter_hash(graph_.seed, stream_tag(RandomStream::parameter_init, ordinal), 0,
-                                                      e)) -
-                        1.0f) *
-                       bound;
-        }
+        for (std::size_t i = 0; i < params.size(); ++i, ++ordinal)
+            fill_initial_parameter(params[i], graph_.seed, ordinal, data<float>(lb.params[i]));
         const std::vector<AuxBufferSpec> aux = aux_buffers_of(spec);
-        for (std::size_t i = 0; i < aux.size(); ++i)
-            if (aux[i].init == InitRule::ones) std::fill(data<float>(lb.aux[i]), data<float>(lb.aux[i]) + aux[i].elements(), 1.0f);
+        for (std::size_t i = 0; i < aux.size(); ++i) fill_initial_aux(aux[i], data<float>(lb.aux[i]));
     }
 }
 

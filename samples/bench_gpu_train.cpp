@@ -1,0 +1,188 @@
+// bench-gpu-train: training iterations of GoogLeNet and ResNet-50 on the GPU
+// (batch 32, 224x224 images, 1000 classes unless told otherwise) in four
+// configurations — serial eager, serial graph, nimble (graph), braid
+// (graph) — with the fastest cuDNN algorithms, then a bitwise check of
+// braid against serial (graph mode, deterministic algorithms). Prints
+// `key: value` lines for tools/gpu-check; times are means over --iters
+// iterations after a warm-up iteration and (graph mode) the capture.
+//
+//   bench-gpu-train [--nets googlenet,resnet50] [--batch 32] [--image 224]
+//                   [--classes 1000] [--width-scale 1] [--iters 5] [--check-iters 2]
+//
+// Exit status: 0; 1 when a check differs or a run fails; 77 without a GPU.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "braid/backend/cuda/device.hpp"
+#include "braid/model/device_table.hpp"
+#include "braid/model/estimate.hpp"
+#include "braid/scheduler/planner.hpp"
+#include "braid/scheduler/strategies/serial.hpp"
+#include "cuda/cuda_model.hpp"
+#include "cuda/cuda_trainer.hpp"
+#include "train/training_graph.hpp"
+
+namespace {
+
+using namespace braid::samples;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+    std::vector<std::string> nets{"googlenet", "resnet50"};
+    std::uint32_t batch = 32, image = 224, classes = 1000;
+    double width_scale = 1.0;
+    std::uint32_t iterations = 5, check_iterations = 2;
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= s.size()) {
+        const std::size_t comma = s.find(',', start);
+        const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (!item.empty()) out.push_back(item);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return out;
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (i + 1 >= argc) throw std::runtime_error("bench-gpu-train: " + arg + " needs a value");
+        const std::string value = argv[++i];
+        const auto number = [&] { return static_cast<std::uint32_t>(std::stoul(value)); };
+        if (arg == "--nets") o.nets = split_list(value);
+        else if (arg == "--batch") o.batch = number();
+        else if (arg == "--image") o.image = number();
+        else if (arg == "--classes") o.classes = number();
+        else if (arg == "--width-scale") o.width_scale = std::stod(value);
+        else if (arg == "--iters") o.iterations = std::max(1u, number());
+        else if (arg == "--check-iters") o.check_iterations = std::max(1u, number());
+        else throw std::runtime_error("bench-gpu-train: unknown argument " + arg);
+    }
+    return o;
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Config {
+    const char* strategy;
+    bool graph;
+};
+
+// Mean iteration time (ms) of `plan` after a warm-up and one untimed iteration.
+double time_plan(const TrainingGraph& tg, const braid::Plan& plan, bool graph, std::uint32_t iterations,
+                 const std::string& key) {
+    const auto t0 = Clock::now();
+    CudaRunOptions run;
+    run.graph_mode = graph;
+    CudaTrainer trainer(tg, plan, run);
+    trainer.warm_up();
+    (void)trainer.iterate();  // graph mode: capture and instantiate
+    double sum = 0.0;
+    for (std::uint32_t i = 0; i < iterations; ++i) sum += trainer.iterate();
+    const double ms = sum / iterations;
+    fmt::print("{}_ms: {:.3f}\n", key, ms);
+    fmt::print("{}_loss: {:.6f}\n", key, trainer.loss());
+    fmt::print("{}_setup_s: {:.1f}\n", key, seconds_since(t0) - (sum + ms) * 1e-3);
+    std::fflush(stdout);
+    return ms;
+}
+
+bool bench_net(const Options& o, const std::string& net) {
+    TrainConfig c;
+    c.model.net = net;
+    c.model.batch = o.batch;
+    c.model.image = o.image;
+    c.model.classes = o.classes;
+    c.model.width_scale = o.width_scale;
+    const TrainingGraph tg = build_training_graph(c);
+    braid::DeviceSpec device;
+    try {
+        device = braid::cuda::device_spec_from_cuda();
+    } catch (const braid::Error& e) {
+        device = braid::find_device("h200");
+        fmt::print("{}: the live device gave no DeviceSpec ({}); planning for {}\n", net, e.what(), device.key);
+    }
+    const braid::OpCosts costs = braid::estimate_costs(device, op_estimates(tg));
+    const std::string prefix = fmt::format("train_{}_b{}", net, o.batch);
+
+    braid::PlanOptions nimble_options;
+    nimble_options.strategy = "nimble";
+    braid::PlanOptions braid_options;
+    braid_options.strategy = "braid";
+    braid_options.mode = braid::LaunchMode::graph;
+    const braid::Plan serial = braid::strategy::serial(tg.graph, device.key);
+    const braid::Plan nimble = braid::make_plan(tg.graph, device, costs, nimble_options);
+    const braid::Plan braid_plan = braid::make_plan(tg.graph, device, costs, braid_options);
+    fmt::print("{}: {} ops; nimble {} streams, braid {} streams ({} waits, split granule {})\n", prefix,
+               tg.graph.op_count(), nimble.stream_count(), braid_plan.stream_count(), braid_plan.waits.size(),
+               split_granule(braid_plan, tg.graph));
+    fmt::print("{}_braid_streams: {}\n", prefix, braid_plan.stream_count());
+    std::fflush(stdout);
+
+    const double serial_eager = time_plan(tg, serial, false, o.iterations, prefix + "_serial_eager");
+    const double serial_graph = time_plan(tg, serial, true, o.iterations, prefix + "_serial_graph");
+    const double nimble_graph = time_plan(tg, nimble, true, o.iterations, prefix + "_nimble_graph");
+    const double braid_graph = time_plan(tg, braid_plan, true, o.iterations, prefix + "_braid_graph");
+    fmt::print("{}_serial_graph_speedup_vs_serial_eager: {:.3f}\n", prefix, serial_eager / serial_graph);
+    fmt::print("{}_nimble_graph_speedup_vs_serial_eager: {:.3f}\n", prefix, serial_eager / nimble_graph);
+    fmt::print("{}_braid_graph_speedup_vs_serial_eager: {:.3f}\n", prefix, serial_eager / braid_graph);
+    fmt::print("{}_braid_graph_speedup_vs_serial_graph: {:.3f}\n", prefix, serial_graph / braid_graph);
+    fmt::print("{}_braid_graph_speedup_vs_nimble_graph: {:.3f}\n", prefix, nimble_graph / braid_graph);
+    std::fflush(stdout);
+
+    // Bitwise: braid against serial, both graph mode, deterministic algorithms.
+    CudaRunOptions check;
+    check.graph_mode = true;
+    check.deterministic = true;
+    check.split_granule = split_granule(braid_plan, tg.graph);
+    WeightComparison cmp;
+    {
+        CudaTrainer a(tg, braid_plan, check);
+        CudaTrainer b(tg, serial, check);
+        a.warm_up();
+        b.warm_up();
+        for (std::uint32_t i = 0; i < o.check_iterations; ++i) {
+            (void)a.iterate();
+            (void)b.iterate();
+        }
+        cmp = compare_weights(a.weights(), b.weights());
+    }
+    fmt::print("{}: braid (graph) vs serial (graph) after {} iterations: {}\n", prefix, o.check_iterations,
+               cmp.describe());
+    fmt::print("{}_braid_graph_bitwise_identical: {}\n", prefix, cmp.identical ? 1 : 0);
+    std::fflush(stdout);
+    return cmp.identical;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        const std::string reason = cuda_unavailable_reason();
+        if (!reason.empty()) {
+            std::printf("%s: skipping the GPU training benchmark\n", reason.c_str());
+            return 77;
+        }
+        const Options o = parse(argc, argv);
+        fmt::print("bench-gpu-train: {}\n", cuda_device_description());
+        const auto t0 = Clock::now();
+        bool ok = true;
+        for (const std::string& net : o.nets) ok = bench_net(o, net) && ok;
+        fmt::print("train_bench_total_s: {:.1f}\n", seconds_since(t0));
+        return ok ? 0 : 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench-gpu-train: error: %s\n", e.what());
+        return 1;
+    }
+}

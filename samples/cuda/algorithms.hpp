@@ -1,0 +1,101 @@
+// How the CUDA layers choose cuDNN convolution algorithms, and the cache
+// that makes every model of a process use the same choice for the same
+// problem. Bitwise identity between two runs needs the same algorithm on
+// both: a choice timed by cudnnFind is made once per problem (geometry,
+// images per call, strides, math, determinism) and then reused, by every
+// layer, lane and model, never re-timed.
+#pragma once
+
+#include <cudnn.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace braid::samples::cuda {
+
+enum class AlgorithmSearch : std::uint8_t {
+    find,       // cudnnFind*AlgorithmEx, timed on the layer's own buffers the first time a problem runs eagerly
+    heuristic,  // cudnnGet*Algorithm_v7: no kernels run (also what a problem first met during graph capture gets)
+};
+
+// How library-backed layers (convolution, fully connected, pooling, LRN) run.
+struct LayerOptions {
+    // Only algorithms cuDNN reports as deterministic (CUDNN_DETERMINISTIC):
+    // what a bitwise check needs. Off: the fastest, whatever cuDNN says.
+    bool deterministic = true;
+    // TF32 tensor cores in convolutions and GEMMs (FP32 data, 10-bit
+    // mantissa products); off: FMA kernels with FP32 products, closest to the
+    // reference layers.
+    bool tf32 = false;
+    AlgorithmSearch search = AlgorithmSearch::find;
+    // Most cuDNN workspace one call may take; at most the lanes' cuDNN
+    // workspace (CudaBackendOptions::cudnn_workspace_bytes).
+    std::size_t workspace_limit_bytes = std::size_t{64} << 20;
+    // 0: one library call per body, for the body's images. g > 0: calls over
+    // images [k*g, (k+1)*g) only (a batch part must start at a multiple of
+    // g), so any split of the batch at multiples of g makes the same calls
+    // as the whole batch and gives its bits. cuDNN and cuBLAS may pick other
+    // kernels for another image count; split_granule(plan) gives the g a
+    // plan needs.
+    std::uint32_t split_granule = 0;
+};
+
+enum class ConvPass : std::uint8_t { forward, backward_data, backward_filter };
+std::string_view to_string(ConvPass p) noexcept;
+
+struct ConvAlgorithm {
+    int algo = 0;  // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+    cudnnMathType_t math = CUDNN_FMA_MATH;
+    std::size_t workspace_bytes = 0;
+    bool deterministic = false;
+    float time_ms = -1.0f;  // cudnnFind's measurement; -1 from heuristics
+};
+
+// Problem key -> chosen algorithm. Thread-safe; the first choice stored for
+// a key stays.
+class AlgorithmCache {
+public:
+    // The process-wide cache every layer uses.
+    static AlgorithmCache& process();
+
+    std::optional<ConvAlgorithm> lookup(const std::string& key) const;
+    // Stores `a` unless the key has a choice already; returns the stored one.
+    ConvAlgorithm insert(const std::string& key, const ConvAlgorithm& a);
+    std::size_t size() const;
+    void clear();
+    // "key: algo N (math M, W bytes, deterministic|nondeterministic, T ms)" lines.
+    std::vector<std::string> describe() const;
+
+private:
+    mutable std::mutex mutex_;
+    std::map<std::string, ConvAlgorithm> choices_;
+};
+
+// One convolution call's descriptors, and buffers when cudnnFind may time
+// algorithms on them (all null: heuristics only).
+struct ConvProblem {
+    cudnnTensorDescriptor_t x = nullptr;  // x or dx
+    cudnnFilterDescriptor_t w = nullptr;  // w or dw
+    cudnnConvolutionDescriptor_t conv = nullptr;
+    cudnnTensorDescriptor_t y = nullptr;  // y or dy
+    const void* x_data = nullptr;
+    const void* w_data = nullptr;
+    const void* y_data = nullptr;
+    void* out_data = nullptr;  // what the pass writes: y, dx or dw
+    void* workspace = nullptr;
+    std::size_t workspace_bytes = 0;
+};
+
+// Picks the algorithm of `pass` for `problem` under `options` (timed when
+// the problem carries buffers and options.search is find), or throws
+// braid::Error naming `layer` when cuDNN offers none that fits.
+ConvAlgorithm choose_conv_algorithm(cudnnHandle_t handle, ConvPass pass, const ConvProblem& problem,
+                                    const LayerOptions& options, const std::string& layer);
+
+}  // namespace braid::samples::cuda

@@ -1,0 +1,107 @@
+// A training graph's device memory and CUDA op bodies, parallel to
+// HostModel: one cudaMalloc per root buffer (views point into their root, a
+// concat branch writes its channel slice in place), parameters initialized
+// to HostModel's bits, and a body per op that runs the CUDA layers
+// (cuda/layers.hpp) on exactly the buffers the op declares, for the image
+// range it is given, on the lane's stream with the lane's handles,
+// workspaces and scratch. Bodies are Executor<CudaBackend> bodies:
+//
+//   CudaModel model(tg, options);
+//   braid::CudaBackend backend;
+//   backend.reserve_scratch(model.scratch_bytes());
+//   braid::Executor<braid::CudaBackend> executor(tg.graph, plan, backend, model.bodies());
+//   executor.run();  // one iteration
+//
+// Host-side reads (values, loss, snapshots) synchronize the device first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "braid/backend/cuda.hpp"
+#include "braid/scheduler/plan.hpp"
+#include "cuda/layers.hpp"
+#include "train/host_model.hpp"
+#include "train/split_granule.hpp"
+#include "train/training_graph.hpp"
+#include "train/weights.hpp"
+
+namespace braid::samples {
+
+using CudaBody = std::function<void(braid::CudaLane&, const braid::OpContext&)>;
+
+struct CudaModelOptions {
+    cuda::LayerOptions layers;
+};
+
+class CudaModel {
+public:
+    // Keeps a reference: `graph` must outlive the model. Uses the current
+    // device; allocates and initializes.
+    explicit CudaModel(const TrainingGraph& graph, CudaModelOptions options = {});
+    ~CudaModel();
+    CudaModel(const CudaModel&) = delete;  // bodies point into this model
+    CudaModel& operator=(const CudaModel&) = delete;
+
+    const TrainingGraph& graph() const noexcept { return graph_; }
+    const CudaModelOptions& options() const noexcept { return options_; }
+
+    // HostModel::initialize's values (generated on the host by the same
+    // code, then copied): parameters from the seed, momentum 0, running mean
+    // 0, running variance 1, step 0; every other buffer 0. Synchronous.
+    void initialize();
+
+    // Op bodies indexed by OpId; splittable ones touch only images
+    // [batch_begin, batch_end) (the whole batch when both are 0).
+    const std::vector<CudaBody>& bodies() const noexcept { return bodies_; }
+
+    // The most lane scratch one body takes (CudaBackend::reserve_scratch it
+    // before capturing a CUDA graph).
+    std::size_t scratch_bytes() const noexcept { return scratch_bytes_; }
+
+    // Device address of the first byte of buffer b.
+    std::byte* bytes(BufferId b) const;
+    template <class T>
+    T* data(BufferId b) const {
+        return reinterpret_cast<T*>(bytes(b));
+    }
+    // An f32 buffer as an NCHW view of device memory.
+    TensorView<float> tensor(BufferId b) const;
+    // A float buffer's values on the host (a strided view's images gathered).
+    std::vector<float> values(BufferId b) const;
+    // Raw bytes of a buffer that is not a strided view.
+    std::vector<std::byte> download(BufferId b) const;
+    void upload(BufferId b, const void* host, std::size_t bytes);
+
+    std::uint64_t step() const;
+    // The last iteration's loss: the loss layers' weighted losses summed.
+    double loss() const;
+    std::vector<std::pair<std::string, double>> losses() const;
+
+private:
+    CudaBody make_body(OpId op);
+    CudaBody make_layer_body(LayerId layer, OpRole role);
+
+    const TrainingGraph& graph_;
+    CudaModelOptions options_;
+    std::vector<braid::cuda::DeviceBuffer> roots_;  // by root BufferId; empty for views
+    std::vector<std::unique_ptr<cuda::CudaConv>> convs_;  // by LayerId
+    std::vector<std::unique_ptr<cuda::CudaFullyConnected>> fcs_;
+    std::vector<std::unique_ptr<cuda::CudaPool>> pools_;
+    std::vector<std::unique_ptr<cuda::CudaLrn>> lrns_;
+    std::vector<CudaBody> bodies_;
+    std::size_t scratch_bytes_ = 0;
+};
+
+WeightSnapshot snapshot_weights(const CudaModel& model);
+WeightComparison compare_weights(const CudaModel& a, const CudaModel& b);
+WeightComparison compare_weights(const CudaModel& a, const HostModel& b);
+ToleranceComparison compare_weights_within(const CudaModel& a, const HostModel& reference, double relative,
+                                           double absolute);
+
+}  // namespace braid::samples

@@ -1,0 +1,156 @@
+#include "cuda/cuda_trainer.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "braid/backend/cuda.hpp"
+#include "braid/scheduler/executor.hpp"
+#include "braid/scheduler/strategies/serial.hpp"
+#include "cuda/cuda_model.hpp"
+
+namespace braid::samples {
+
+std::string cuda_unavailable_reason() { return braid::cuda::no_device_reason(); }
+
+std::string cuda_device_description() {
+    int device = 0;
+    braid::cuda::check(cudaGetDevice(&device), "cudaGetDevice");
+    cudaDeviceProp p{};
+    braid::cuda::check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
+    const std::size_t cudnn = cudnnGetVersion();
+    int cublas = 0;
+    braid::cuda::check(cublasGetProperty(MAJOR_VERSION, &cublas), "cublasGetProperty");
+    int cublas_minor = 0, cublas_patch = 0;
+    braid::cuda::check(cublasGetProperty(MINOR_VERSION, &cublas_minor), "cublasGetProperty");
+    braid::cuda::check(cublasGetProperty(PATCH_LEVEL, &cublas_patch), "cublasGetProperty");
+    return fmt::format("{} (sm_{}{}, {} SMs), cuDNN {}.{}.{}, cuBLAS {}.{}.{}", p.name, p.major, p.minor,
+                       p.multiProcessorCount, cudnn / 10000, cudnn / 100 % 100, cudnn % 100, cublas, cublas_minor,
+                       cublas_patch);
+}
+
+struct CudaTrainer::Impl {
+    Impl(const TrainingGraph& g, const braid::Plan& plan, const CudaRunOptions& o)
+        : options(o), model(g, model_options(o)), backend(backend_options(o)) {
+        backend.reserve_scratch(model.scratch_bytes());
+        executor.emplace(g.graph, plan, backend, model.bodies());
+        start = braid::cuda::create_event(cudaEventDefault);
+        stop = braid::cuda::create_event(cudaEventDefault);
+    }
+
+    static CudaModelOptions model_options(const CudaRunOptions& o) {
+        CudaModelOptions m;
+        m.layers.deterministic = o.deterministic;
+        m.layers.tf32 = o.tf32;
+        m.layers.search = o.heuristic_algorithms ? cuda::AlgorithmSearch::heuristic : cuda::AlgorithmSearch::find;
+        m.layers.workspace_limit_bytes = o.cudnn_workspace_bytes;
+        m.layers.split_granule = o.split_granule;
+        return m;
+    }
+    static braid::CudaBackendOptions backend_options(const CudaRunOptions& o) {
+        braid::CudaBackendOptions b;
+        b.mode = o.graph_mode ? braid::LaunchMode::graph : braid::LaunchMode::eager;
+        b.cudnn_workspace_bytes = o.cudnn_workspace_bytes;
+        return b;
+    }
+
+    CudaRunOptions options;
+    CudaModel model;
+    braid::CudaBackend backend;
+    std::optional<braid::Executor<braid::CudaBackend>> executor;
+    braid::cuda::Event start, stop;
+};
+
+CudaTrainer::CudaTrainer(const TrainingGraph& graph, const braid::Plan& plan, const CudaRunOptions& options)
+    : impl_(std::make_unique<Impl>(graph, plan, options)) {}
+
+CudaTrainer::~CudaTrainer() = default;
+
+void CudaTrainer::warm_up() {
+    Impl& m = *impl_;
+    const braid::LaunchMode mode = m.backend.mode();
+    m.backend.set_mode(braid::LaunchMode::eager);
+    try {
+        m.executor->run();
+    } catch (...) {
+        m.backend.set_mode(mode);
+        throw;
+    }
+    m.backend.synchronize();
+    m.backend.set_mode(mode);
+    m.model.initialize();
+}
+
+double CudaTrainer::iterate() {
+    Impl& m = *impl_;
+    braid::cuda::check(cudaEventRecord(m.start.get(), m.backend.stream()), "cudaEventRecord(start)");
+    m.executor->run();
+    braid::cuda::check(cudaEventRecord(m.stop.get(), m.backend.stream()), "cudaEventRecord(stop)");
+    braid::cuda::check(cudaEventSynchronize(m.stop.get()), "cudaEventSynchronize");
+    float ms = 0.0f;
+    braid::cuda::check(cudaEventElapsedTime(&ms, m.start.get(), m.stop.get()), "cudaEventElapsedTime");
+    return static_cast<double>(ms);
+}
+
+double CudaTrainer::loss() const { return impl_->model.loss(); }
+std::uint64_t CudaTrainer::step() const { return impl_->model.step(); }
+std::uint32_t CudaTrainer::lanes_used() const { return static_cast<std::uint32_t>(impl_->backend.lane_count()); }
+
+std::string CudaTrainer::launch_summary() const {
+    const braid::CudaBackend::Counters& c = impl_->backend.counters();
+    if (impl_->backend.mode() == braid::LaunchMode::graph)
+        return fmt::format("graph: {} captures ({} instantiations, {} updates), {} replays", c.captures,
+                           c.instantiations, c.updates, c.replays);
+    return fmt::format("eager: {} iterations", c.eager_iterations);
+}
+
+WeightSnapshot CudaTrainer::weights() const { return snapshot_weights(impl_->model); }
+
+int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const CudaTrainRequest& request) {
+    CudaRunOptions run = request.run;
+    if (request.check) {
+        run.deterministic = true;
+        run.split_granule = split_granule(plan, graph.graph);
+    }
+    fmt::print("cuda backend: {}; {} mode; {} cuDNN algorithms ({}), {}{}\n", cuda_device_description(),
+               run.graph_mode ? "graph" : "eager", run.deterministic ? "deterministic" : "fastest",
+               run.heuristic_algorithms ? "heuristics" : "cudnnFind", run.tf32 ? "TF32" : "FP32 (no TF32)",
+               run.split_granule > 0 ? fmt::format(", library calls in chunks of {} images", run.split_granule)
+                                     : std::string());
+    std::fflush(stdout);
+
+    CudaTrainer trainer(graph, plan, run);
+    trainer.warm_up();
+    const std::uint32_t batch = graph.batch();
+    double steady_ms = 0.0;
+    for (std::uint32_t it = 1; it <= request.iterations; ++it) {
+        const double ms = trainer.iterate();
+        if (it > 1 || request.iterations == 1) steady_ms += ms;
+        fmt::print("iteration {:>{}}/{}  loss {:.6f}  {:.2f} ms  {:.1f} images/s\n", it,
+                   std::to_string(request.iterations).size(), request.iterations, trainer.loss(), ms,
+                   batch / (ms * 1e-3));
+        std::fflush(stdout);
+    }
+    const std::uint32_t timed = request.iterations > 1 ? request.iterations - 1 : 1;
+    fmt::print("mean over iteration{} {}: {:.2f} ms per iteration, {:.1f} images/s ({}, {} lanes)\n",
+               timed > 1 ? "s" : "",
+               request.iterations > 1 ? fmt::format("2..{}", request.iterations) : std::string("1"),
+               steady_ms / timed, batch * timed / (steady_ms * 1e-3), trainer.launch_summary(), trainer.lanes_used());
+
+    if (!request.check) return 0;
+    const braid::Plan serial = braid::strategy::serial(graph.graph, plan.device);
+    CudaTrainer reference(graph, serial, run);
+    reference.warm_up();
+    for (std::uint32_t it = 0; it < request.iterations; ++it) (void)reference.iterate();
+    const WeightComparison cmp = compare_weights(trainer.weights(), reference.weights());
+    fmt::print("check against a serial run: {}\n", cmp.describe());
+    return cmp.identical ? 0 : 1;
+}
+
+}  // namespace braid::samples

@@ -1,0 +1,76 @@
+// Training a sample network on the CUDA backend: a CudaModel, a CudaBackend
+// (eager launches or one replayed CUDA graph) and an Executor for a plan.
+// braid-train --backend cuda and the GPU benchmark use it. This header
+// includes no CUDA header, so braid_train.cpp builds the same with or
+// without the CUDA part.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "braid/scheduler/plan.hpp"
+#include "train/training_graph.hpp"
+#include "train/weights.hpp"
+
+namespace braid::samples {
+
+// "" when a CUDA device can be used, else why not ("no CUDA device (...)").
+std::string cuda_unavailable_reason();
+// "NVIDIA H200 (sm_90, 132 SMs), cuDNN 9.19.0, cuBLAS 13.0.0"
+std::string cuda_device_description();
+
+struct CudaRunOptions {
+    bool graph_mode = false;     // capture the iteration once, replay it
+    bool deterministic = false;  // only deterministic cuDNN algorithms
+    bool tf32 = true;            // TF32 tensor cores in convolutions and GEMMs
+    bool heuristic_algorithms = false;  // cuDNN's heuristics instead of timing algorithms with cudnnFind
+    std::uint32_t split_granule = 0;    // see cuda::LayerOptions::split_granule
+    std::size_t cudnn_workspace_bytes = std::size_t{64} << 20;
+};
+
+class CudaTrainer {
+public:
+    // Allocates and initializes a model of `graph` (which must outlive the
+    // trainer) and prepares an executor for `plan` on a backend of its own.
+    CudaTrainer(const TrainingGraph& graph, const braid::Plan& plan, const CudaRunOptions& options);
+    ~CudaTrainer();
+    CudaTrainer(const CudaTrainer&) = delete;
+    CudaTrainer& operator=(const CudaTrainer&) = delete;
+
+    // One eager iteration (loads kernels, chooses cuDNN algorithms, sizes
+    // lane scratch), then the model's initial state again: the next
+    // iteration is the first of training, and in graph mode it is captured.
+    void warm_up();
+    // One iteration; its time on the caller stream in milliseconds (CUDA
+    // events), waited for.
+    double iterate();
+
+    double loss() const;
+    std::uint64_t step() const;
+    std::uint32_t lanes_used() const;
+    // "eager: N iterations" or "graph: N captures, M replays".
+    std::string launch_summary() const;
+
+    WeightSnapshot weights() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// braid-train --backend cuda: trains `iterations` iterations of `plan`
+// (one warm-up first), prints loss, time and images per second per
+// iteration and the mean without the first; with `check`, trains a second
+// model with the serial plan (both with deterministic cuDNN algorithms and
+// the plan's split granule) and compares every weight bit for bit. Returns
+// the exit status (1 when the check finds a difference).
+struct CudaTrainRequest {
+    std::uint32_t iterations = 10;
+    bool check = false;
+    CudaRunOptions run;
+};
+int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const CudaTrainRequest& request);
+
+}  // namespace braid::samples

@@ -1,0 +1,104 @@
+// Owning cuDNN descriptors (tensor, filter, convolution, pooling, LRN) and
+// makers for the NCHW float views of the samples. Creation throws
+// braid::cuda::LibraryError naming the call; destruction never throws.
+#pragma once
+
+#include <cudnn.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "braid/backend/cuda/cudnn.hpp"
+#include "braid/backend/cuda/handle.hpp"
+#include "nn/tensor.hpp"
+
+namespace braid::samples::cuda {
+
+namespace detail {
+struct TensorDescTraits {
+    using handle_type = cudnnTensorDescriptor_t;
+    static void destroy(handle_type d) noexcept {
+        braid::cuda::check_noexcept(cudnnDestroyTensorDescriptor(d), "cudnnDestroyTensorDescriptor");
+    }
+};
+struct FilterDescTraits {
+    using handle_type = cudnnFilterDescriptor_t;
+    static void destroy(handle_type d) noexcept {
+        braid::cuda::check_noexcept(cudnnDestroyFilterDescriptor(d), "cudnnDestroyFilterDescriptor");
+    }
+};
+struct ConvDescTraits {
+    using handle_type = cudnnConvolutionDescriptor_t;
+    static void destroy(handle_type d) noexcept {
+        braid::cuda::check_noexcept(cudnnDestroyConvolutionDescriptor(d), "cudnnDestroyConvolutionDescriptor");
+    }
+};
+struct PoolingDescTraits {
+    using handle_type = cudnnPoolingDescriptor_t;
+    static void destroy(handle_type d) noexcept {
+        braid::cuda::check_noexcept(cudnnDestroyPoolingDescriptor(d), "cudnnDestroyPoolingDescriptor");
+    }
+};
+struct LrnDescTraits {
+    using handle_type = cudnnLRNDescriptor_t;
+    static void destroy(handle_type d) noexcept {
+        braid::cuda::check_noexcept(cudnnDestroyLRNDescriptor(d), "cudnnDestroyLRNDescriptor");
+    }
+};
+
+inline int to_int(std::uint64_t v, const char* what) {
+    if (v > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+        throw braid::Error(std::string("cuDNN descriptor: ") + what + " " + std::to_string(v) +
+                           " does not fit an int");
+    return static_cast<int>(v);
+}
+}  // namespace detail
+
+using TensorDescriptor = braid::cuda::UniqueHandle<detail::TensorDescTraits>;
+using FilterDescriptor = braid::cuda::UniqueHandle<detail::FilterDescTraits>;
+using ConvDescriptor = braid::cuda::UniqueHandle<detail::ConvDescTraits>;
+using PoolingDescriptor = braid::cuda::UniqueHandle<detail::PoolingDescTraits>;
+using LrnDescriptor = braid::cuda::UniqueHandle<detail::LrnDescTraits>;
+
+// `images` NCHW images of c x h x w floats, `image_stride` floats apart (nStride).
+inline TensorDescriptor make_tensor_descriptor(std::uint32_t images, std::uint32_t c, std::uint32_t h,
+                                               std::uint32_t w, std::uint64_t image_stride) {
+    cudnnTensorDescriptor_t d = nullptr;
+    braid::cuda::check(cudnnCreateTensorDescriptor(&d), "cudnnCreateTensorDescriptor");
+    TensorDescriptor owned(d);
+    braid::cuda::check(cudnnSetTensor4dDescriptorEx(d, CUDNN_DATA_FLOAT, detail::to_int(images, "n"),
+                                                    detail::to_int(c, "c"), detail::to_int(h, "h"),
+                                                    detail::to_int(w, "w"), detail::to_int(image_stride, "nStride"),
+                                                    detail::to_int(std::uint64_t{h} * w, "cStride"),
+                                                    detail::to_int(w, "hStride"), 1),
+                       "cudnnSetTensor4dDescriptorEx");
+    return owned;
+}
+
+// K x C x R x S, NCHW (the samples' weight layout).
+inline FilterDescriptor make_filter_descriptor(std::uint32_t k, std::uint32_t c, std::uint32_t r, std::uint32_t s) {
+    cudnnFilterDescriptor_t d = nullptr;
+    braid::cuda::check(cudnnCreateFilterDescriptor(&d), "cudnnCreateFilterDescriptor");
+    FilterDescriptor owned(d);
+    braid::cuda::check(cudnnSetFilter4dDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, detail::to_int(k, "k"),
+                                                  detail::to_int(c, "c"), detail::to_int(r, "r"),
+                                                  detail::to_int(s, "s")),
+                       "cudnnSetFilter4dDescriptor");
+    return owned;
+}
+
+// Cross-correlation with float accumulation, as the reference computes.
+inline ConvDescriptor make_conv_descriptor(std::uint32_t pad, std::uint32_t stride, std::uint32_t groups) {
+    cudnnConvolutionDescriptor_t d = nullptr;
+    braid::cuda::check(cudnnCreateConvolutionDescriptor(&d), "cudnnCreateConvolutionDescriptor");
+    ConvDescriptor owned(d);
+    const int p = detail::to_int(pad, "pad"), s = detail::to_int(stride, "stride");
+    braid::cuda::check(cudnnSetConvolution2dDescriptor(d, p, p, s, s, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                       "cudnnSetConvolution2dDescriptor");
+    braid::cuda::check(cudnnSetConvolutionGroupCount(d, detail::to_int(groups, "groups")),
+                       "cudnnSetConvolutionGroupCount");
+    return owned;
+}
+
+}  // namespace braid::samples::cuda

@@ -1,0 +1,633 @@
+// The sample layers' own kernels (see kernels.h). Compiled with --fmad=false:
+// a*b+c stays two roundings, as on the CPU, so kernels that repeat the
+// reference's float operations in its order give its bits.
+#include "cuda/kernels.h"
+
+#include <cstdint>
+
+#include "nn/counter_hash.hpp"
+#include "train/synthetic_data.hpp"
+
+namespace braid::samples::cuda {
+
+namespace {
+
+constexpr unsigned threads = 256;
+
+unsigned blocks_for(std::uint64_t work) {
+    const std::uint64_t b = (work + threads - 1) / threads;
+    return static_cast<unsigned>(b < (1u << 22) ? b : (1u << 22));  // grid-stride loops cover the rest
+}
+
+__device__ inline std::uint64_t global_thread() {
+    return std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+}
+__device__ inline std::uint64_t grid_threads() { return std::uint64_t{gridDim.x} * blockDim.x; }
+
+// t = n * image_elements + i; 32-bit division when it fits (64-bit division
+// is emulated and would make these memory-bound kernels compute-bound).
+__device__ inline std::uint64_t image_of(std::uint64_t t, std::uint64_t image_elements) {
+    if ((t | image_elements) >> 32 == 0)
+        return static_cast<std::uint32_t>(t) / static_cast<std::uint32_t>(image_elements);
+    return t / image_elements;
+}
+
+__device__ inline std::uint64_t offset(std::uint64_t t, std::uint64_t image_elements, std::uint64_t stride) {
+    const std::uint64_t n = image_of(t, image_elements);
+    return n * stride + (t - n * image_elements);
+}
+
+// ------------------------------------------------------------ elementwise
+
+__global__ void relu_forward_kernel(ConstDeviceImages x, DeviceImages y, std::uint64_t total) {
+    const std::uint64_t e = x.image_elements();
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
+        const float v = x.data[offset(t, e, x.image_stride)];
+        y.data[offset(t, e, y.image_stride)] = v > 0.0f ? v : 0.0f;
+    }
+}
+
+__global__ void relu_backward_kernel(ConstDeviceImages y, ConstDeviceImages dy, DeviceImages dx, std::uint64_t total) {
+    const std::uint64_t e = y.image_elements();
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads())
+        dx.data[offset(t, e, dx.image_stride)] =
+            y.data[offset(t, e, y.image_stride)] > 0.0f ? dy.data[offset(t, e, dy.image_stride)] : 0.0f;
+}
+
+__global__ void add_kernel(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, std::uint64_t total) {
+    const std::uint64_t e = a.image_elements();
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads())
+        y.data[offset(t, e, y.image_stride)] =
+            a.data[offset(t, e, a.image_stride)] + b.data[offset(t, e, b.image_stride)];
+}
+
+__global__ void bias_add_kernel(DeviceImages y, const float* bias, std::uint64_t total) {
+    const std::uint64_t e = y.image_elements(), plane = std::uint64_t{y.h} * y.w;
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
+        const std::uint64_t n = image_of(t, e), i = t - n * e;
+        float* p = y.data + n * y.image_stride + i;
+        *p = *p + bias[i / plane];
+    }
+}
+
+__global__ void dropout_kernel(DropoutArgs a, ConstDeviceImages in, DeviceImages out, std::uint64_t total) {
+    const std::uint64_t e = in.image_elements();
+    const std::uint64_t iteration = *a.step;
+    const std::uint64_t tag = stream_tag(RandomStream::dropout, a.layer);
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
+        const std::uint64_t n = image_of(t, e), i = t - n * e;
+        const std::uint64_t element = (a.first_image + n) * e + i;
+        const bool keep = bits24(counter_hash(a.seed, tag, iteration, element)) >= a.threshold;
+        out.data[n * out.image_stride + i] = keep ? in.data[n * in.image_stride + i] * a.scale : 0.0f;
+    }
+}
+
+struct Partials {
+    const float* data[max_gradient_partials];
+    std::uint64_t stride[max_gradient_partials];
+    std::uint32_t count;
+};
+
+__global__ void gradient_sum_kernel(Partials p, DeviceImages total, std::uint64_t elements) {
+    const std::uint64_t e = total.image_elements();
+    for (std::uint64_t t = global_thread(); t < elements; t += grid_threads()) {
+        const std::uint64_t n = image_of(t, e), i = t - n * e;
+        float acc = p.data[0][n * p.stride[0] + i];
+        for (std::uint32_t k = 1; k < p.count; ++k) acc += p.data[k][n * p.stride[k] + i];
+        total.data[n * total.image_stride + i] = acc;
+    }
+}
+
+// ------------------------------------------------------------ pooling
+
+struct Window {
+    int h0, h1, w0, w1, count;
+};
+
+// As pool.cpp's window_of: the divisor is clipped to the padded image, the
+// window itself to the image.
+__device__ inline Window window_of(const PoolArgs& p, int oh, int ow) {
+    const int H = static_cast<int>(p.in_h), W = static_cast<int>(p.in_w), P = static_cast<int>(p.pad),
+              S = static_cast<int>(p.stride);
+    int h0 = oh * S - P, w0 = ow * S - P;
+    int h1 = min(h0 + static_cast<int>(p.kernel_h), H + P), w1 = min(w0 + static_cast<int>(p.kernel_w), W + P);
+    const int count = (h1 - h0) * (w1 - w0);
+    h0 = max(h0, 0);
+    w0 = max(w0, 0);
+    h1 = min(h1, H);
+    w1 = min(w1, W);
+    return {h0, h1, w0, w1, count};
+}
+
+__global__ void pool_forward_kernel(PoolArgs p, ConstDeviceImages x, DeviceImages y, std::uint64_t total) {
+    const std::uint64_t planes_out = std::uint64_t{p.out_h} * p.out_w;
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
+        const std::uint64_t plane = image_of(t, planes_out);  // n * C + c
+        const std::uint64_t n = image_of(plane, x.c), c = plane - n * x.c;
+        const int o = static_cast<int>(t - plane * planes_out);
+        const int oh = o / static_cast<int>(p.out_w), ow = o - oh * static_cast<int>(p.out_w);
+        const float* xp = x.data + n * x.image_stride + c * p.in_h * p.in_w;
+        const Window win = window_of(p, oh, ow);
+        float out;
+        if (p.max) {
+            float best = -__int_as_float(0x7f800000);  // -inf
+            for (int h = win.h0; h < win.h1; ++h)
+                for (int w = win.w0; w < win.w1; ++w) {
+                    const float v = xp[h * static_cast<int>(p.in_w) + w];
+                    best = best < v ? v : best;  // std::max(best, v)
+                }
+            out = best;
+        } else {
+            float sum = 0.0f;
+            for (int h = win.h0; h < win.h1; ++h)
+                for (int w = win.w0; w < win.w1; ++w) sum += xp[h * static_cast<int>(p.in_w) + w];
+            out = sum / static_cast<float>(win.count);
+        }
+        y.data[n * y.image_stride + c * planes_out + static_cast<std::uint64_t>(o)] = out;
+    }
+}
+
+__device__ inline int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+__global__ void pool_backward_kernel(PoolArgs p, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
+                                     DeviceImages dx, std::uint64_t total) {
+    const std::uint64_t plane_in = std::uint64_t{p.in_h} * p.in_w, plane_out = std::uint64_t{p.out_h} * p.out_w;
+    const int S = static_cast<int>(p.stride), P = static_cast<int>(p.pad);
+    const int KH = static_cast<int>(p.kernel_h), KW = static_cast<int>(p.kernel_w);
+    const int W = static_cast<int>(p.in_w);
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
+        const std::uint64_t plane = image_of(t, plane_in);
+        const std::uint64_t n = image_of(plane, dx.c), c = plane - n * dx.c;
+        const int i = static_cast<int>(t - plane * plane_in);
+        const int h = i / W, w = i - h * W;
+        // Windows whose span holds (h, w): oh*S - P <= h < oh*S - P + K; the
+        // clipped window is checked below.
+        const int oh_lo = max(0, floor_div(h + P - KH, S) + 1), oh_hi = min(static_cast<int>(p.out_h) - 1, (h + P) / S);
+        const int ow_lo = max(0, floor_div(w + P - KW, S) + 1), ow_hi = min(static_cast<int>(p.out_w) - 1, (w + P) / S);
+        const float* dyp = dy.data + n * dy.image_stride + c * plane_out;
+        const float* xp = p.max ? x.data + n * x.image_stride + c * plane_in : nullptr;
+        const float* yp = p.max ? y.data + n * y.image_stride + c * plane_out : nullptr;
+        float acc = 0.0f;
+        for (int oh = oh_lo; oh <= oh_hi; ++oh) {
+            for (int ow = ow_lo; ow <= ow_hi; ++ow) {
+                const Window win = window_of(p, oh, ow);
+                if (h < win.h0 || h >= win.h1 || w < win.w0 || w >= win.w1) continue;
+                const float g = dyp[oh * static_cast<int>(p.out_w) + ow];
+                if (p.max) {
+                    const float best = yp[oh * static_cast<int>(p.out_w) + ow];
+                    int first = -1;
+                    for (int hh = win.h0; hh < win.h1 && first < 0; ++hh)
+                        for (int ww = win.w0; ww < win.w1; ++ww)
+                            if (xp[hh * W + ww] == best) {
+                                first = hh * W + ww;
+                                break;
+                            }
+                    if (first == i) acc += g;
+                } else {
+                    acc += g / static_cast<float>(win.count);
+                }
+            }
+        }
+        dx.data[n * dx.image_stride + c * plane_in + static_cast<std::uint64_t>(i)] = acc;
+    }
+}
+
+// ------------------------------------------------------------ per-channel reductions
+
+// Sums of a block in a fixed tree order.
+__device__ inline double block_sum(double v, double* shared) {
+    shared[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) shared[threadIdx.x] += shared[threadIdx.x + s];
+        __syncthreads();
+    }
+    const double out = shared[0];
+    __syncthreads();
+    return out;
+}
+
+// The elements of channel c handled by slice blockIdx.x: flat indices
+// j = n * HW + i in [begin, end), walked with a stride of blockDim.x.
+struct SliceWalk {
+    std::uint64_t j, end, n, i, hw;
+    __device__ SliceWalk(std::uint64_t count, std::uint64_t plane) : hw(plane) {
+        const std::uint64_t per = (count + gridDim.x - 1) / gridDim.x;
+        const std::uint64_t begin = per * blockIdx.x;
+        end = begin + per < count ? begin + per : count;
+        j = begin + threadIdx.x;
+        n = image_of(j, hw);
+        i = j - n * hw;
+    }
+    __device__ bool valid() const { return j < end; }
+    __device__ void next() {
+        j += blockDim.x;
+        i += blockDim.x;
+        while (i >= hw) {
+            i -= hw;
+            ++n;
+        }
+    }
+    __device__ std::uint64_t at(std::uint64_t image_stride, std::uint32_t c) const {
+        return n * image_stride + std::uint64_t{c} * hw + i;
+    }
+};
+
+__device__ inline double ordered_sum(const double* partials, unsigned count) {
+    double s = 0.0;
+    for (unsigned k = 0; k < count; ++k) s += partials[k];
+    return s;
+}
+
+__global__ void channel_sum_partials(ConstDeviceImages x, double* partials) {
+    __shared__ double shared[threads];
+    const std::uint32_t c = blockIdx.y;
+    const std::uint64_t plane = std::uint64_t{x.h} * x.w;
+    double s = 0.0;
+    for (SliceWalk it(std::uint64_t{x.images} * plane, plane); it.valid(); it.next())
+        s += static_cast<double>(x.data[it.at(x.image_stride, c)]);
+    s = block_sum(s, shared);
+    if (threadIdx.x == 0) partials[std::uint64_t{c} * gridDim.x + blockIdx.x] = s;
+}
+
+__global__ void channel_squares_partials(ConstDeviceImages x, const double* sums, double* partials) {
+    __shared__ double shared[threads];
+    __shared__ double mean;
+    const std::uint32_t c = blockIdx.y;
+    const std::uint64_t plane = std::uint64_t{x.h} * x.w;
+    const double count = static_cast<double>(x.images) * static_cast<double>(plane);
+    if (threadIdx.x == 0) mean = ordered_sum(sums + std::uint64_t{c} * gridDim.x, gridDim.x) / count;
+    __syncthreads();
+    double s = 0.0;
+    for (SliceWalk it(std::uint64_t{x.images} * plane, plane); it.valid(); it.next()) {
+        const double d = static_cast<double>(x.data[it.at(x.image_stride, c)]) - mean;
+        s += d * d;
+    }
+    s = block_sum(s, shared);
+    if (threadIdx.x == 0) partials[std::uint64_t{c} * gridDim.x + blockIdx.x] = s;
+}
+
+__global__ void batch_norm_statistics(BatchNormArgs a, std::uint32_t channels, std::uint32_t slices, double count,
+                                      const double* sums, const double* squares, float* saved_mean,
+                                      float* saved_inv_std, float* running_mean, float* running_var) {
+    const std::uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= channels) return;
+    const double mean = ordered_sum(sums + std::uint64_t{c} * slices, slices) / count;
+    const double var = ordered_sum(squares + std::uint64_t{c} * slices, slices) / count;
+    saved_mean[c] = static_cast<float>(mean);
+    saved_inv_std[c] = static_cast<float>(1.0 / sqrt(var + static_cast<double>(a.epsilon)));
+    const double momentum = a.momentum;
+    const double unbiased = count > 1.0 ? var * count / (count - 1.0) : var;
+    running_mean[c] = static_cast<float>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * mean);
+    running_var[c] = static_cast<float>((1.0 - momentum) * static_cast<double>(running_var[c]) + momentum * unbiased);
+}
+
+__global__ void batch_norm_normalize(ConstDeviceImages x, const float* gamma, const float* beta,
+                                     const float* saved_mean, const float* saved_inv_std, DeviceImages y) {
+    const std::uint32_t c = blockIdx.y;
+    const std::uint64_t plane = std::uint64_t{x.h} * x.w;
+    const float mean = saved_mean[c], inv_std = saved_inv_std[c], g = gamma[c], b = beta[c];
+    for (SliceWalk it(std::uint64_t{x.images} * plane, plane); it.valid(); it.next())
+        y.data[it.at(y.image_stride, c)] = g * ((x.data[it.at(x.image_stride, c)] - mean) * inv_std) + b;
+}
+
+// sum(dy) and sum(dy * xhat) of channel c's slice; partials[0..C*S) and [C*S..2*C*S).
+__global__ void batch_norm_backward_partials(ConstDeviceImages x, ConstDeviceImages dy, const float* saved_mean,
+                                             const float* saved_inv_std, double* partials) {
+    __shared__ double shared[threads];
+    const std::uint32_t c = blockIdx.y;
+    const std::uint64_t plane = std::uint64_t{x.h} * x.w;
+    const float mean = saved_mean[c], inv_std = saved_inv_std[c];
+    double s_dy = 0.0, s_dy_xhat = 0.0;
+    for (SliceWalk it(std::uint64_t{x.images} * plane, plane); it.valid(); it.next()) {
+        const float xhat = (x.data[it.at(x.image_stride, c)] - mean) * inv_std;
+        const double g = static_cast<double>(dy.data[it.at(dy.image_stride, c)]);
+        s_dy += g;
+        s_dy_xhat += g * static_cast<double>(xhat);
+    }
+    s_dy = block_sum(s_dy, shared);
+    s_dy_xhat = block_sum(s_dy_xhat, shared);
+    if (threadIdx.x == 0) {
+        const std::uint64_t cs = std::uint64_t{gridDim.y} * gridDim.x;
+        partials[std::uint64_t{c} * gridDim.x + blockIdx.x] = s_dy;
+        partials[cs + std::uint64_t{c} * gridDim.x + blockIdx.x] = s_dy_xhat;
+    }
+}
+
+__global__ void batch_norm_backward_dx(ConstDeviceImages x, ConstDeviceImages dy, const float* gamma,
+                                       const float* saved_mean, const float* saved_inv_std, const double* partials,
+                                       DeviceImages dx) {
+    __shared__ float mean_dy, mean_dy_xhat;
+    const std::uint32_t c = blockIdx.y;
+    const std::uint64_t plane = std::uint64_t{x.h} * x.w;
+    const double count = static_cast<double>(x.images) * static_cast<double>(plane);
+    if (threadIdx.x == 0) {
+        const std::uint64_t cs = std::uint64_t{gridDim.y} * gridDim.x;
+        mean_dy = static_cast<float>(ordered_sum(partials + std::uint64_t{c} * gridDim.x, gridDim.x) / count);
+        mean_dy_xhat =
+            static_cast<float>(ordered_sum(partials + cs + std::uint64_t{c} * gridDim.x, gridDim.x) / count);
+    }
+    __syncthreads();
+    const float mean = saved_mean[c], inv_std = saved_inv_std[c];
+    const float scale = gamma[c] * inv_std;
+    for (SliceWalk it(std::uint64_t{x.images} * plane, plane); it.valid(); it.next()) {
+        const float xhat = (x.data[it.at(x.image_stride, c)] - mean) * inv_std;
+        dx.data[it.at(dx.image_stride, c)] =
+            scale * (dy.data[it.at(dy.image_stride, c)] - mean_dy - xhat * mean_dy_xhat);
+    }
+}
+
+__global__ void batch_norm_weight_gradients(std::uint32_t channels, std::uint32_t slices, const double* partials,
+                                            float* dgamma, float* dbeta) {
+    const std::uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= channels) return;
+    const std::uint64_t cs = std::uint64_t{channels} * slices;
+    dbeta[c] = static_cast<float>(ordered_sum(partials + std::uint64_t{c} * slices, slices));
+    dgamma[c] = static_cast<float>(ordered_sum(partials + cs + std::uint64_t{c} * slices, slices));
+}
+
+__global__ void channel_sum_finish(std::uint32_t channels, std::uint32_t slices, const double* partials, float* out) {
+    const std::uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= channels) return;
+    out[c] = static_cast<float>(ordered_sum(partials + std::uint64_t{c} * slices, slices));
+}
+
+__global__ void feature_sum_kernel(ConstDeviceImages dy, float* db) {
+    const std::uint64_t features = dy.image_elements();
+    const std::uint64_t o = global_thread();
+    if (o >= features) return;
+    float s = 0.0f;
+    for (std::uint32_t n = 0; n < dy.images; ++n) s += dy.data[n * dy.image_stride + o];
+    db[o] = s;
+}
+
+// ------------------------------------------------------------ softmax cross-entropy
+
+__global__ void softmax_loss_forward_kernel(ConstDeviceImages logits, const std::int32_t* labels,
+                                            DeviceImages probabilities, float* per_image_loss,
+                                            std::uint32_t first_image) {
+    __shared__ double shared[threads];
+    __shared__ float zmax_shared;
+    const std::uint32_t n = blockIdx.x;
+    const std::uint64_t classes = logits.image_elements();
+    const float* z = logits.data + n * logits.image_stride;
+    float* p = probabilities.data + n * probabilities.image_stride;
+    // The maximum does not depend on the order: a plain tree over floats.
+    float m = -__int_as_float(0x7f800000);
+    for (std::uint64_t c = threadIdx.x; c < classes; c += blockDim.x) m = m < z[c] ? z[c] : m;
+    float* fshared = reinterpret_cast<float*>(shared);
+    fshared[threadIdx.x] = m;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) {
+            const float other = fshared[threadIdx.x + s];
+            fshared[threadIdx.x] = fshared[threadIdx.x] < other ? other : fshared[threadIdx.x];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) zmax_shared = fshared[0];
+    __syncthreads();
+    const double zmax = static_cast<double>(zmax_shared);
+    double s = 0.0;
+    for (std::uint64_t c = threadIdx.x; c < classes; c += blockDim.x) s += exp(static_cast<double>(z[c]) - zmax);
+    const double sum = block_sum(s, shared);
+    for (std::uint64_t c = threadIdx.x; c < classes; c += blockDim.x)
+        p[c] = static_cast<float>(exp(static_cast<double>(z[c]) - zmax) / sum);
+    if (threadIdx.x == 0) {
+        const std::int32_t label = labels[first_image + n];
+        per_image_loss[first_image + n] = static_cast<float>(log(sum) + zmax - static_cast<double>(z[label]));
+    }
+}
+
+__global__ void softmax_loss_sum_kernel(const float* per_image_loss, std::uint32_t images, float weight, float* loss) {
+    double sum = 0.0;
+    for (std::uint32_t n = 0; n < images; ++n) sum += static_cast<double>(per_image_loss[n]);
+    *loss = static_cast<float>(static_cast<double>(weight) * sum / images);
+}
+
+__global__ void softmax_loss_backward_kernel(ConstDeviceImages p, const std::int32_t* labels, DeviceImages g,
+                                             float scale, std::uint32_t first_image, std::uint64_t total) {
+    const std::uint64_t classes = p.image_elements();
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
+        const std::uint64_t n = image_of(t, classes), c = t - n * classes;
+        const float onehot = static_cast<std::int64_t>(c) == labels[first_image + n] ? 1.0f : 0.0f;
+        g.data[n * g.image_stride + c] = scale * (p.data[n * p.image_stride + c] - onehot);
+    }
+}
+
+// ------------------------------------------------------------ SGD, data, step
+
+struct SgdBatch {
+    SgdTensor t[max_sgd_tensors];
+};
+
+__global__ void sgd_kernel(SgdArgs a, SgdBatch batch) {
+    const SgdTensor& s = batch.t[blockIdx.y];
+    for (std::uint64_t i = global_thread(); i < s.elements; i += grid_threads()) {
+        float g = s.grad[i];
+        if (s.decay) g = g + a.weight_decay * s.param[i];
+        const float v = a.momentum * s.velocity[i] + g;
+        s.velocity[i] = v;
+        s.param[i] = s.param[i] - a.learning_rate * v;
+    }
+}
+
+__global__ void synthetic_data_kernel(SyntheticDataArgs a, DeviceImages images, std::int32_t* labels,
+                                      std::uint64_t total) {
+    const std::uint64_t e = images.image_elements(), plane = std::uint64_t{images.h} * images.w;
+    const std::uint64_t step = *a.step;
+    const std::uint64_t iteration = a.data_batches == 0 ? step : step % a.data_batches;
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
+        const std::uint64_t n = image_of(t, e), i = t - n * e;
+        const std::uint32_t image = a.first_image + static_cast<std::uint32_t>(n);
+        const std::int32_t label = synthetic_label(a.seed, a.classes, iteration, image);
+        if (i == 0) labels[image] = label;
+        images.data[n * images.image_stride + i] = synthetic_pixel(a.seed, iteration, image, label, i, e, plane);
+    }
+}
+
+__global__ void advance_step_kernel(std::uint64_t* step) { *step += 1; }
+
+cudaError_t launched() { return cudaGetLastError(); }
+
+}  // namespace
+
+cudaError_t launch_relu_forward(ConstDeviceImages x, DeviceImages y, cudaStream_t stream) {
+    const std::uint64_t total = std::uint64_t{x.images} * x.image_elements();
+    if (total == 0) return cudaSuccess;
+    relu_forward_kernel<<<blocks_for(total), threads, 0, stream>>>(x, y, total);
+    return launched();
+}
+
+cudaError_t launch_relu_backward(ConstDeviceImages y, ConstDeviceImages dy, DeviceImages dx, cudaStream_t stream) {
+    const std::uint64_t total = std::uint64_t{y.images} * y.image_elements();
+    if (total == 0) return cudaSuccess;
+    relu_backward_kernel<<<blocks_for(total), threads, 0, stream>>>(y, dy, dx, total);
+    return launched();
+}
+
+cudaError_t launch_add(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, cudaStream_t stream) {
+    const std::uint64_t total = std::uint64_t{a.images} * a.image_elements();
+    if (total == 0) return cudaSuccess;
+    add_kernel<<<blocks_for(total), threads, 0, stream>>>(a, b, y, total);
+    return launched();
+}
+
+cudaError_t launch_bias_add(DeviceImages y, const float* bias, cudaStream_t stream) {
+    const std::uint64_t total = std::uint64_t{y.images} * y.image_elements();
+    if (total == 0) return cudaSuccess;
+    bias_add_kernel<<<blocks_for(total), threads, 0, stream>>>(y, bias, total);
+    return launched();
+}
+
+cudaError_t launch_dropout(const DropoutArgs& args, ConstDeviceImages in, DeviceImages out, cudaStream_t stream) {
+    const std::uint64_t total = std::uint64_t{in.images} * in.image_elements();
+    if (total == 0) return cudaSuccess;
+    dropout_kernel<<<blocks_for(total), threads, 0, stream>>>(args, in, out, total);
+    return launched();
+}
+
+cudaError_t launch_gradient_sum(const ConstDeviceImages* partials, std::uint32_t count, DeviceImages total,
+                                cudaStream_t stream) {
+    if (count == 0 || count > max_gradient_partials) return cudaErrorInvalidValue;
+    Partials p{};
+    p.count = count;
+    for (std::uint32_t k = 0; k < count; ++k) {
+        p.data[k] = partials[k].data;
+        p.stride[k] = partials[k].image_stride;
+    }
+    const std::uint64_t elements = std::uint64_t{total.images} * total.image_elements();
+    if (elements == 0) return cudaSuccess;
+    gradient_sum_kernel<<<blocks_for(elements), threads, 0, stream>>>(p, total, elements);
+    return launched();
+}
+
+cudaError_t launch_pool_forward(const PoolArgs& p, ConstDeviceImages x, DeviceImages y, cudaStream_t stream) {
+    const std::uint64_t total = std::uint64_t{x.images} * x.c * p.out_h * p.out_w;
+    if (total == 0) return cudaSuccess;
+    pool_forward_kernel<<<blocks_for(total), threads, 0, stream>>>(p, x, y, total);
+    return launched();
+}
+
+cudaError_t launch_pool_backward(const PoolArgs& p, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
+                                 DeviceImages dx, cudaStream_t stream) {
+    const std::uint64_t total = std::uint64_t{dx.images} * dx.c * p.in_h * p.in_w;
+    if (total == 0) return cudaSuccess;
+    pool_backward_kernel<<<blocks_for(total), threads, 0, stream>>>(p, x, y, dy, dx, total);
+    return launched();
+}
+
+std::uint32_t channel_slices(std::uint32_t images, std::uint32_t h, std::uint32_t w) {
+    const std::uint64_t count = std::uint64_t{images} * h * w;
+    const std::uint64_t s = (count + 4095) / 4096;  // about 16 elements per thread
+    return static_cast<std::uint32_t>(s < 1 ? 1 : (s > 64 ? 64 : s));
+}
+
+std::size_t channel_reduction_scratch_bytes(std::uint32_t images, std::uint32_t c, std::uint32_t h, std::uint32_t w) {
+    return 2 * std::size_t{c} * channel_slices(images, h, w) * sizeof(double);
+}
+
+cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages x, const float* gamma,
+                                      const float* beta, DeviceImages y, float* saved_mean, float* saved_inv_std,
+                                      float* running_mean, float* running_var, double* scratch, cudaStream_t stream) {
+    if (x.images == 0 || x.c == 0) return cudaSuccess;
+    const std::uint32_t s = channel_slices(x.images, x.h, x.w);
+    const dim3 grid(s, x.c);
+    double* sums = scratch;
+    double* squares = scratch + std::size_t{x.c} * s;
+    const double count = static_cast<double>(x.images) * x.h * x.w;
+    channel_sum_partials<<<grid, threads, 0, stream>>>(x, sums);
+    channel_squares_partials<<<grid, threads, 0, stream>>>(x, sums, squares);
+    batch_norm_statistics<<<(x.c + 127) / 128, 128, 0, stream>>>(a, x.c, s, count, sums, squares, saved_mean,
+                                                                  saved_inv_std, running_mean, running_var);
+    batch_norm_normalize<<<grid, threads, 0, stream>>>(x, gamma, beta, saved_mean, saved_inv_std, y);
+    return launched();
+}
+
+cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImages dy, const float* gamma,
+                                            const float* saved_mean, const float* saved_inv_std, DeviceImages dx,
+                                            double* scratch, cudaStream_t stream) {
+    if (x.images == 0 || x.c == 0) return cudaSuccess;
+    const dim3 grid(channel_slices(x.images, x.h, x.w), x.c);
+    batch_norm_backward_partials<<<grid, threads, 0, stream>>>(x, dy, saved_mean, saved_inv_std, scratch);
+    batch_norm_backward_dx<<<grid, threads, 0, stream>>>(x, dy, gamma, saved_mean, saved_inv_std, scratch, dx);
+    return launched();
+}
+
+cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceImages dy, const float* saved_mean,
+                                              const float* saved_inv_std, float* dgamma, float* dbeta,
+                                              double* scratch, cudaStream_t stream) {
+    if (x.images == 0 || x.c == 0) return cudaSuccess;
+    const std::uint32_t s = channel_slices(x.images, x.h, x.w);
+    batch_norm_backward_partials<<<dim3(s, x.c), threads, 0, stream>>>(x, dy, saved_mean, saved_inv_std, scratch);
+    batch_norm_weight_gradients<<<(x.c + 127) / 128, 128, 0, stream>>>(x.c, s, scratch, dgamma, dbeta);
+    return launched();
+}
+
+cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch, cudaStream_t stream) {
+    if (dy.images == 0 || dy.c == 0) return cudaSuccess;
+    const std::uint32_t s = channel_slices(dy.images, dy.h, dy.w);
+    channel_sum_partials<<<dim3(s, dy.c), threads, 0, stream>>>(dy, scratch);
+    channel_sum_finish<<<(dy.c + 127) / 128, 128, 0, stream>>>(dy.c, s, scratch, db);
+    return launched();
+}
+
+cudaError_t launch_feature_sum(ConstDeviceImages dy, float* db, cudaStream_t stream) {
+    const std::uint64_t features = dy.image_elements();
+    if (features == 0) return cudaSuccess;
+    feature_sum_kernel<<<blocks_for(features), threads, 0, stream>>>(dy, db);
+    return launched();
+}
+
+cudaError_t launch_softmax_loss_forward(ConstDeviceImages logits, const std::int32_t* labels, DeviceImages probabilities,
+                                        float* per_image_loss, std::uint32_t first_image, cudaStream_t stream) {
+    if (logits.images == 0) return cudaSuccess;
+    softmax_loss_forward_kernel<<<logits.images, threads, 0, stream>>>(logits, labels, probabilities,
+                                                                        per_image_loss, first_image);
+    return launched();
+}
+
+cudaError_t launch_softmax_loss_sum(const float* per_image_loss, std::uint32_t images, float weight, float* loss,
+                                    cudaStream_t stream) {
+    softmax_loss_sum_kernel<<<1, 1, 0, stream>>>(per_image_loss, images, weight, loss);
+    return launched();
+}
+
+cudaError_t launch_softmax_loss_backward(ConstDeviceImages probabilities, const std::int32_t* labels,
+                                         DeviceImages dlogits, float scale, std::uint32_t first_image,
+                                         cudaStream_t stream) {
+    const std::uint64_t total = std::uint64_t{probabilities.images} * probabilities.image_elements();
+    if (total == 0) return cudaSuccess;
+    softmax_loss_backward_kernel<<<blocks_for(total), threads, 0, stream>>>(probabilities, labels, dlogits, scale,
+                                                                             first_image, total);
+    return launched();
+}
+
+cudaError_t launch_sgd(const SgdArgs& a, const SgdTensor* tensors, std::uint32_t count, cudaStream_t stream) {
+    if (count == 0) return cudaSuccess;
+    if (count > max_sgd_tensors) return cudaErrorInvalidValue;
+    SgdBatch batch{};
+    std::uint64_t largest = 0;
+    for (std::uint32_t k = 0; k < count; ++k) {
+        batch.t[k] = tensors[k];
+        largest = tensors[k].elements > largest ? tensors[k].elements : largest;
+    }
+    if (largest == 0) return cudaSuccess;
+    sgd_kernel<<<dim3(blocks_for(largest), count), threads, 0, stream>>>(a, batch);
+    return launched();
+}
+
+cudaError_t launch_synthetic_data(const SyntheticDataArgs& a, DeviceImages images, std::int32_t* labels,
+                                  cudaStream_t stream) {
+    const std::uint64_t total = std::uint64_t{images.images} * images.image_elements();
+    if (total == 0) return cudaSuccess;
+    synthetic_data_kernel<<<blocks_for(total), threads, 0, stream>>>(a, images, labels, total);
+    return launched();
+}
+
+cudaError_t launch_advance_step(std::uint64_t* step, cudaStream_t stream) {
+    advance_step_kernel<<<1, 1, 0, stream>>>(step);
+    return launched();
+}
+
+}  // namespace braid::samples::cuda

@@ -1,0 +1,157 @@
+// The sample layers' own CUDA kernels (kernels.cu, compiled by nvcc with
+// --fmad=false and no Boost), called from host code built by g++. Every
+// launch function issues its kernels on `stream`, allocates nothing and
+// returns the launch status (cudaGetLastError), so it is safe inside CUDA
+// graph capture.
+//
+// Views are NCHW float tensors in device memory, `images` images from
+// `data` on (the first image of the range a body works on), `image_stride`
+// floats apart: a channel slice of a concat buffer has a larger stride.
+// Kernels that need the global image index (dropout masks, labels, data)
+// take `first_image`. Where a kernel does what the reference CPU layer does
+// with the same float operations in the same order, it gives the same bits
+// (no FMA contraction): ReLU, add, dropout, gradient sum, SGD, data, the
+// ceil-mode pools, softmax backward, the FC bias gradient, batch-norm
+// normalization given equal statistics.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "nn/counter_hash.hpp"  // BRAID_SAMPLES_HOST_DEVICE
+
+namespace braid::samples::cuda {
+
+struct DeviceImages {
+    float* data = nullptr;
+    std::uint32_t images = 0;
+    std::uint32_t c = 0, h = 0, w = 0;
+    std::uint64_t image_stride = 0;
+
+    BRAID_SAMPLES_HOST_DEVICE std::uint64_t image_elements() const noexcept { return std::uint64_t{c} * h * w; }
+};
+
+struct ConstDeviceImages {
+    const float* data = nullptr;
+    std::uint32_t images = 0;
+    std::uint32_t c = 0, h = 0, w = 0;
+    std::uint64_t image_stride = 0;
+
+    ConstDeviceImages() noexcept = default;
+    BRAID_SAMPLES_HOST_DEVICE ConstDeviceImages(const float* d, std::uint32_t n, std::uint32_t c_, std::uint32_t h_, std::uint32_t w_,
+                      std::uint64_t stride) noexcept
+        : data(d), images(n), c(c_), h(h_), w(w_), image_stride(stride) {}
+    BRAID_SAMPLES_HOST_DEVICE ConstDeviceImages(const DeviceImages& v) noexcept  // NOLINT: a mutable view is also a const one
+        : data(v.data), images(v.images), c(v.c), h(v.h), w(v.w), image_stride(v.image_stride) {}
+    BRAID_SAMPLES_HOST_DEVICE std::uint64_t image_elements() const noexcept { return std::uint64_t{c} * h * w; }
+};
+
+// ------------------------------------------------------------ elementwise
+cudaError_t launch_relu_forward(ConstDeviceImages x, DeviceImages y, cudaStream_t stream);
+cudaError_t launch_relu_backward(ConstDeviceImages y, ConstDeviceImages dy, DeviceImages dx, cudaStream_t stream);
+cudaError_t launch_add(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, cudaStream_t stream);
+// y[n, c, :] += bias[c]
+cudaError_t launch_bias_add(DeviceImages y, const float* bias, cudaStream_t stream);
+
+struct DropoutArgs {
+    std::uint64_t seed = 0;
+    std::uint32_t layer = 0;          // the layer's ordinal (its LayerId), part of the stream tag
+    std::uint32_t threshold = 0;      // of bits24
+    float scale = 1.0f;               // 1 / (1 - ratio), in float
+    std::uint32_t first_image = 0;    // global index of in.data's image
+    const std::uint64_t* step = nullptr;  // device: the iteration
+};
+// out = keep ? in * scale : 0, the mask of nn/dropout.hpp.
+cudaError_t launch_dropout(const DropoutArgs& args, ConstDeviceImages in, DeviceImages out, cudaStream_t stream);
+
+constexpr std::uint32_t max_gradient_partials = 16;
+// total = ((p0 + p1) + p2) + ...
+cudaError_t launch_gradient_sum(const ConstDeviceImages* partials, std::uint32_t count, DeviceImages total,
+                                cudaStream_t stream);
+
+// ------------------------------------------------------------ pooling (own kernels: any rounding)
+struct PoolArgs {
+    bool max = true;
+    std::uint32_t kernel_h = 0, kernel_w = 0, stride = 1, pad = 0;
+    std::uint32_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+};
+cudaError_t launch_pool_forward(const PoolArgs& p, ConstDeviceImages x, DeviceImages y, cudaStream_t stream);
+// Max: dy goes to the first position of each window whose x equals y;
+// average: dy / (window clipped to the padded image). Gathered per input
+// element over the windows in the reference's order.
+cudaError_t launch_pool_backward(const PoolArgs& p, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
+                                 DeviceImages dx, cudaStream_t stream);
+
+// ------------------------------------------------------------ per-channel reductions
+// Deterministic two-level reductions over (image, pixel) of each channel:
+// `channel_slices` blocks per channel write partial sums in double to
+// scratch, then one thread per channel adds them in order. The partition
+// depends on the shape only, so every run and every lane gives the same bits.
+std::uint32_t channel_slices(std::uint32_t images, std::uint32_t h, std::uint32_t w);
+// Scratch (bytes) the batch-norm and bias-gradient launches need.
+std::size_t channel_reduction_scratch_bytes(std::uint32_t images, std::uint32_t c, std::uint32_t h, std::uint32_t w);
+
+struct BatchNormArgs {
+    float epsilon = 1e-5f;
+    float momentum = 0.1f;
+};
+cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages x, const float* gamma,
+                                      const float* beta, DeviceImages y, float* saved_mean, float* saved_inv_std,
+                                      float* running_mean, float* running_var, double* scratch, cudaStream_t stream);
+cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImages dy, const float* gamma,
+                                            const float* saved_mean, const float* saved_inv_std, DeviceImages dx,
+                                            double* scratch, cudaStream_t stream);
+cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceImages dy, const float* saved_mean,
+                                              const float* saved_inv_std, float* dgamma, float* dbeta,
+                                              double* scratch, cudaStream_t stream);
+// db[c] = sum of dy over images and pixels (a convolution's bias gradient).
+cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch, cudaStream_t stream);
+// db[o] = sum over images of dy[n, o], in image order (a fully connected layer's bias gradient).
+cudaError_t launch_feature_sum(ConstDeviceImages dy, float* db, cudaStream_t stream);
+
+// ------------------------------------------------------------ softmax cross-entropy
+// Per image (one block each): probabilities and the image's loss, in double
+// as the reference does. labels and per_image_loss are indexed globally.
+cudaError_t launch_softmax_loss_forward(ConstDeviceImages logits, const std::int32_t* labels, DeviceImages probabilities,
+                                        float* per_image_loss, std::uint32_t first_image, cudaStream_t stream);
+// loss = weight * sum(per_image_loss) / images, summed in image order.
+cudaError_t launch_softmax_loss_sum(const float* per_image_loss, std::uint32_t images, float weight, float* loss,
+                                    cudaStream_t stream);
+// dlogits = scale * (p - onehot(label)), scale = weight / batch in float.
+cudaError_t launch_softmax_loss_backward(ConstDeviceImages probabilities, const std::int32_t* labels,
+                                         DeviceImages dlogits, float scale, std::uint32_t first_image,
+                                         cudaStream_t stream);
+
+// ------------------------------------------------------------ SGD
+struct SgdTensor {
+    float* param = nullptr;
+    const float* grad = nullptr;
+    float* velocity = nullptr;
+    std::uint64_t elements = 0;
+    bool decay = false;
+};
+constexpr std::uint32_t max_sgd_tensors = 4;
+struct SgdArgs {
+    float learning_rate = 0.01f;
+    float momentum = 0.9f;
+    float weight_decay = 5e-4f;
+};
+// One launch for up to max_sgd_tensors tensors (a layer's weight and bias).
+cudaError_t launch_sgd(const SgdArgs& a, const SgdTensor* tensors, std::uint32_t count, cudaStream_t stream);
+
+// ------------------------------------------------------------ data and step
+struct SyntheticDataArgs {
+    std::uint64_t seed = 0;
+    std::uint32_t classes = 0;
+    std::uint64_t data_batches = 0;  // 0: the iteration is the step; else step mod data_batches
+    std::uint32_t first_image = 0;
+    const std::uint64_t* step = nullptr;  // device
+};
+// Images and labels of train/synthetic_data.hpp; labels indexed globally.
+cudaError_t launch_synthetic_data(const SyntheticDataArgs& a, DeviceImages images, std::int32_t* labels,
+                                  cudaStream_t stream);
+cudaError_t launch_advance_step(std::uint64_t* step, cudaStream_t stream);
+
+}  // namespace braid::samples::cuda

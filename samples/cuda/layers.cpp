@@ -1,0 +1,524 @@
+#include "cuda/layers.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+#include "braid/backend/cuda/cublas.hpp"
+#include "braid/backend/cuda/cudnn.hpp"
+#include "braid/backend/cuda/error.hpp"
+
+namespace braid::samples::cuda {
+
+namespace {
+
+const float one = 1.0f;
+const float zero = 0.0f;
+
+Shape4 image_shape(const Shape4& s) { return Shape4{1, s.c, s.h, s.w}; }
+
+int as_int(std::uint64_t v, const std::string& who, const char* what) {
+    if (v > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+        throw braid::Error(who + ": " + what + " " + std::to_string(v) + " does not fit an int");
+    return static_cast<int>(v);
+}
+
+// Calls f(range) per library call: once for the images, or per granule so
+// that a split at multiples of the granule makes the calls of the whole batch.
+template <class F>
+void for_each_chunk(ImageRange images, std::uint32_t granule, std::uint32_t batch, const std::string& who, F&& f) {
+    if (images.size() == 0) return;
+    if (granule == 0) {
+        f(images);
+        return;
+    }
+    if (images.begin % granule != 0 || (images.end % granule != 0 && images.end != batch))
+        throw braid::Error(who + ": images [" + std::to_string(images.begin) + ", " + std::to_string(images.end) +
+                           ") do not fall on the split granule of " + std::to_string(granule) +
+                           " images (LayerOptions::split_granule; see split_granule(plan))");
+    for (std::uint32_t s = images.begin; s < images.end; s += granule)
+        f(ImageRange{s, std::min(images.end, s + granule)});
+}
+
+// Lane scratch for a reduction's partial sums, as doubles.
+double* scratch_doubles(CudaLane& lane, std::size_t bytes) {
+    return static_cast<double*>(lane.scratch.allocate(std::max<std::size_t>(bytes, sizeof(double))));
+}
+
+std::size_t workspace_of(const CudaLane& lane, const LayerOptions& o) {
+    return std::min(lane.cudnn_workspace_bytes, o.workspace_limit_bytes);
+}
+
+bool capturing(cudaStream_t stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    braid::cuda::check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
+    return status != cudaStreamCaptureStatusNone;
+}
+
+}  // namespace
+
+DeviceImages images_of(const DeviceView& v, ImageRange range) {
+    return DeviceImages{v.image(range.begin), range.size(), v.shape.c, v.shape.h, v.shape.w, v.image_stride};
+}
+
+ConstDeviceImages images_of(const ConstDeviceView& v, ImageRange range) {
+    return ConstDeviceImages{v.image(range.begin), range.size(), v.shape.c, v.shape.h, v.shape.w, v.image_stride};
+}
+
+void check_launch(cudaError_t status, const std::string& what) {
+    if (status != cudaSuccess)
+        throw braid::cuda::CudaError(status, "kernel launch",
+                                     what + ": kernel launch failed: " + cudaGetErrorName(status) + " (" +
+                                         cudaGetErrorString(status) + ")");
+}
+
+cudnnTensorDescriptor_t DescriptorCache::get(std::uint32_t images, const Shape4& s, std::uint64_t image_stride) {
+    const auto key = std::make_tuple(images, s.c, s.h, s.w, image_stride);
+    auto it = descriptors_.find(key);
+    if (it == descriptors_.end())
+        it = descriptors_.emplace(key, make_tensor_descriptor(images, s.c, s.h, s.w, image_stride)).first;
+    return it->second.get();
+}
+
+// ---------------------------------------------------------------- convolution
+
+CudaConv::CudaConv(std::string name, const Conv2d& layer, const LayerOptions& options)
+    : name_(std::move(name)), layer_(layer), options_(options),
+      filter_(make_filter_descriptor(layer.config.out_channels, layer.in.c / layer.config.groups, layer.config.kernel,
+                                     layer.config.kernel)),
+      conv_(make_conv_descriptor(layer.config.pad, layer.config.stride, layer.config.groups)) {}
+
+std::size_t CudaConv::scratch_bytes() const {
+    return layer_.config.bias ? channel_reduction_scratch_bytes(layer_.out.n, layer_.out.c, layer_.out.h, layer_.out.w)
+                              : 0;
+}
+
+const ConvAlgorithm& CudaConv::algorithm(CudaLane& lane, ConvPass pass, std::uint32_t images, std::uint64_t x_stride,
+                                         std::uint64_t y_stride, const ConvProblem& problem) {
+    const auto local = std::make_tuple(pass, images, x_stride, y_stride);
+    if (auto it = chosen_.find(local); it != chosen_.end()) return it->second;
+    const ConvConfig& c = layer_.config;
+    std::ostringstream key;
+    key << "conv " << to_string(pass) << " n=" << images << " x=" << layer_.in.c << "x" << layer_.in.h << "x"
+        << layer_.in.w << "/" << x_stride << " k=" << c.out_channels << " r=" << c.kernel << " pad=" << c.pad
+        << " stride=" << c.stride << " groups=" << c.groups << " y/" << y_stride << (options_.tf32 ? " tf32" : " fp32")
+        << (options_.deterministic ? " deterministic" : " any") << " ws<=" << options_.workspace_limit_bytes;
+    AlgorithmCache& cache = AlgorithmCache::process();
+    std::optional<ConvAlgorithm> a = cache.lookup(key.str());
+    if (!a) {
+        ConvProblem p = problem;
+        // During capture nothing may run: cuDNN's heuristics choose instead.
+        if (options_.search != AlgorithmSearch::find || capturing(lane.stream)) p.out_data = nullptr;
+        const ConvAlgorithm chosen = choose_conv_algorithm(lane.cudnn, pass, p, options_, name_);
+        (void)cudaGetLastError();  // cudnnFind may leave a failed trial's status behind
+        a = cache.insert(key.str(), chosen);
+    }
+    return chosen_.emplace(local, *a).first->second;
+}
+
+void CudaConv::run_call(const std::string& call, std::size_t workspace_needed, const CudaLane& lane) const {
+    if (workspace_needed > lane.cudnn_workspace_bytes)
+        throw braid::Error("convolution '" + name_ + "': " + call + " needs " + std::to_string(workspace_needed) +
+                           " bytes of cuDNN workspace, lane " + std::to_string(lane.index) + " has " +
+                           std::to_string(lane.cudnn_workspace_bytes));
+}
+
+void CudaConv::forward(CudaLane& lane, ConstDeviceView x, const float* weight, const float* bias, DeviceView y,
+                       ImageRange images) {
+    check_range(images, layer_.in, "CudaConv::forward");
+    for_each_chunk(images, options_.split_granule, layer_.in.n, "convolution '" + name_ + "' forward",
+                   [&](ImageRange r) {
+        const std::uint32_t n = r.size();
+        cudnnTensorDescriptor_t xd = tensors_.get(n, image_shape(layer_.in), x.image_stride);
+        cudnnTensorDescriptor_t yd = tensors_.get(n, image_shape(layer_.out), y.image_stride);
+        const float* xp = x.image(r.begin);
+        float* yp = y.image(r.begin);
+        const ConvProblem problem{xd, filter_.get(), conv_.get(), yd, xp, weight, nullptr, yp,
+                                  lane.cudnn_workspace, workspace_of(lane, options_)};
+        const ConvAlgorithm& a = algorithm(lane, ConvPass::forward, n, x.image_stride, y.image_stride, problem);
+        run_call("cudnnConvolutionForward", a.workspace_bytes, lane);
+        braid::cuda::check(cudnnSetConvolutionMathType(conv_.get(), a.math), "cudnnSetConvolutionMathType");
+        braid::cuda::check(cudnnConvolutionForward(lane.cudnn, &one, xd, xp, filter_.get(), weight, conv_.get(),
+                                                   static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), lane.cudnn_workspace,
+                                                   lane.cudnn_workspace_bytes, &zero, yd, yp),
+                           "cudnnConvolutionForward");
+        if (bias) check_launch(launch_bias_add(images_of(y, r), bias, lane.stream), "convolution '" + name_ + "' bias");
+    });
+}
+
+void CudaConv::backward_data(CudaLane& lane, ConstDeviceView dy, const float* weight, DeviceView dx,
+                             ImageRange images) {
+    check_range(images, layer_.in, "CudaConv::backward_data");
+    for_each_chunk(images, options_.split_granule, layer_.in.n, "convolution '" + name_ + "' backward data",
+                   [&](ImageRange r) {
+        const std::uint32_t n = r.size();
+        cudnnTensorDescriptor_t dxd = tensors_.get(n, image_shape(layer_.in), dx.image_stride);
+        cudnnTensorDescriptor_t dyd = tensors_.get(n, image_shape(layer_.out), dy.image_stride);
+        const float* dyp = dy.image(r.begin);
+        float* dxp = dx.image(r.begin);
+        const ConvProblem problem{dxd, filter_.get(), conv_.get(), dyd, nullptr, weight, dyp, dxp,
+                                  lane.cudnn_workspace, workspace_of(lane, options_)};
+        const ConvAlgorithm& a =
+            algorithm(lane, ConvPass::backward_data, n, dx.image_stride, dy.image_stride, problem);
+        run_call("cudnnConvolutionBackwardData", a.workspace_bytes, lane);
+        braid::cuda::check(cudnnSetConvolutionMathType(conv_.get(), a.math), "cudnnSetConvolutionMathType");
+        braid::cuda::check(cudnnConvolutionBackwardData(lane.cudnn, &one, filter_.get(), weight, dyd, dyp, conv_.get(),
+                                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo),
+                                                        lane.cudnn_workspace, lane.cudnn_workspace_bytes, &zero, dxd,
+                                                        dxp),
+                           "cudnnConvolutionBackwardData");
+    });
+}
+
+void CudaConv::backward_weight(CudaLane& lane, ConstDeviceView x, ConstDeviceView dy, float* dweight, float* dbias) {
+    const std::uint32_t n = layer_.in.n;
+    cudnnTensorDescriptor_t xd = tensors_.get(n, image_shape(layer_.in), x.image_stride);
+    cudnnTensorDescriptor_t dyd = tensors_.get(n, image_shape(layer_.out), dy.image_stride);
+    const ConvProblem problem{xd, filter_.get(), conv_.get(), dyd, x.data, nullptr, dy.data, dweight,
+                              lane.cudnn_workspace, workspace_of(lane, options_)};
+    const ConvAlgorithm& a = algorithm(lane, ConvPass::backward_filter, n, x.image_stride, dy.image_stride, problem);
+    run_call("cudnnConvolutionBackwardFilter", a.workspace_bytes, lane);
+    braid::cuda::check(cudnnSetConvolutionMathType(conv_.get(), a.math), "cudnnSetConvolutionMathType");
+    braid::cuda::check(cudnnConvolutionBackwardFilter(lane.cudnn, &one, xd, x.data, dyd, dy.data, conv_.get(),
+                                                      static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
+                                                      lane.cudnn_workspace, lane.cudnn_workspace_bytes, &zero,
+                                                      filter_.get(), dweight),
+                       "cudnnConvolutionBackwardFilter");
+    if (dbias) {
+        double* scratch = scratch_doubles(lane, scratch_bytes());
+        check_launch(launch_channel_sum(images_of(dy, whole_batch(layer_.out)), dbias, scratch, lane.stream),
+                     "convolution '" + name_ + "' bias gradient");
+    }
+}
+
+// ---------------------------------------------------------------- fully connected
+
+CudaFullyConnected::CudaFullyConnected(std::string name, const FullyConnected& layer, const LayerOptions& options)
+    : name_(std::move(name)), layer_(layer), options_(options) {}
+
+namespace {
+
+// C (m x n, column-major) = op(A) op(B) with FP32 data; TF32 products when allowed.
+void gemm(const CudaLane& lane, const LayerOptions& o, const std::string& who, cublasOperation_t ta,
+          cublasOperation_t tb, std::uint64_t m, std::uint64_t n, std::uint64_t k, const float* a, std::uint64_t lda,
+          const float* b, std::uint64_t ldb, float* c, std::uint64_t ldc) {
+    const cublasComputeType_t compute = o.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    braid::cuda::check(cublasGemmEx(lane.cublas, ta, tb, as_int(m, who, "m"), as_int(n, who, "n"),
+                                    as_int(k, who, "k"), &one, a, CUDA_R_32F, as_int(lda, who, "lda"), b, CUDA_R_32F,
+                                    as_int(ldb, who, "ldb"), &zero, c, CUDA_R_32F, as_int(ldc, who, "ldc"), compute,
+                                    CUBLAS_GEMM_DEFAULT),
+                       "cublasGemmEx");
+}
+
+}  // namespace
+
+// Row-major [images x features] activations are column-major [features x
+// images] matrices with leading dimension image_stride; W [out][in] is
+// column-major [in x out].
+void CudaFullyConnected::forward(CudaLane& lane, ConstDeviceView x, const float* weight, const float* bias,
+                                 DeviceView y, ImageRange images) {
+    check_range(images, layer_.in, "CudaFullyConnected::forward");
+    const std::string who = "fully connected '" + name_ + "' forward";
+    for_each_chunk(images, options_.split_granule, layer_.in.n, who, [&](ImageRange r) {
+        gemm(lane, options_, who, CUBLAS_OP_T, CUBLAS_OP_N, layer_.config.out_features, r.size(),
+             layer_.in_features(), weight, layer_.in_features(), x.image(r.begin), x.image_stride, y.image(r.begin),
+             y.image_stride);
+        if (bias) check_launch(launch_bias_add(images_of(y, r), bias, lane.stream), who + " bias");
+    });
+}
+
+void CudaFullyConnected::backward_data(CudaLane& lane, ConstDeviceView dy, const float* weight, DeviceView dx,
+                                       ImageRange images) {
+    check_range(images, layer_.in, "CudaFullyConnected::backward_data");
+    const std::string who = "fully connected '" + name_ + "' backward data";
+    for_each_chunk(images, options_.split_granule, layer_.in.n, who, [&](ImageRange r) {
+        gemm(lane, options_, who, CUBLAS_OP_N, CUBLAS_OP_N, layer_.in_features(), r.size(),
+             layer_.config.out_features, weight, layer_.in_features(), dy.image(r.begin), dy.image_stride,
+             dx.image(r.begin), dx.image_stride);
+    });
+}
+
+void CudaFullyConnected::backward_weight(CudaLane& lane, ConstDeviceView x, ConstDeviceView dy, float* dweight,
+                                         float* dbias) {
+    const std::string who = "fully connected '" + name_ + "' backward weight";
+    gemm(lane, options_, who, CUBLAS_OP_N, CUBLAS_OP_T, layer_.in_features(), layer_.config.out_features, layer_.in.n,
+         x.data, x.image_stride, dy.data, dy.image_stride, dweight, layer_.in_features());
+    if (dbias) check_launch(launch_feature_sum(images_of(dy, whole_batch(layer_.out)), dbias, lane.stream), who + " bias");
+}
+
+// ---------------------------------------------------------------- pooling
+
+bool cudnn_pooling_fits(const Pool2d& layer) {
+    if (layer.config.global) return true;
+    // In floor mode every window ends inside the padded image, so the
+    // reference's divisor is kernel*kernel, cuDNN's count_include_pad.
+    return pooled_size(layer.in.h, layer.kernel_h, layer.stride, layer.pad, false) == layer.out.h &&
+           pooled_size(layer.in.w, layer.kernel_w, layer.stride, layer.pad, false) == layer.out.w;
+}
+
+CudaPool::CudaPool(std::string name, const Pool2d& layer, const LayerOptions& options, bool use_cudnn)
+    : name_(std::move(name)), layer_(layer), options_(options) {
+    args_.max = layer.config.mode == PoolMode::max;
+    args_.kernel_h = layer.kernel_h;
+    args_.kernel_w = layer.kernel_w;
+    args_.stride = layer.stride;
+    args_.pad = layer.pad;
+    args_.in_h = layer.in.h;
+    args_.in_w = layer.in.w;
+    args_.out_h = layer.out.h;
+    args_.out_w = layer.out.w;
+    if (!use_cudnn || !cudnn_pooling_fits(layer)) return;
+    cudnnPoolingDescriptor_t d = nullptr;
+    braid::cuda::check(cudnnCreatePoolingDescriptor(&d), "cudnnCreatePoolingDescriptor");
+    pooling_.reset(d);
+    // Ties: the deterministic max mode; the reference routes to the first maximum.
+    const cudnnPoolingMode_t mode =
+        args_.max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+    const std::string who = "pooling '" + name_ + "'";
+    braid::cuda::check(cudnnSetPooling2dDescriptor(d, mode, CUDNN_PROPAGATE_NAN, as_int(layer.kernel_h, who, "window"),
+                                                   as_int(layer.kernel_w, who, "window"), as_int(layer.pad, who, "pad"),
+                                                   as_int(layer.pad, who, "pad"), as_int(layer.stride, who, "stride"),
+                                                   as_int(layer.stride, who, "stride")),
+                       "cudnnSetPooling2dDescriptor");
+}
+
+void CudaPool::forward(CudaLane& lane, ConstDeviceView x, DeviceView y, ImageRange images) {
+    check_range(images, layer_.in, "CudaPool::forward");
+    const std::string who = "pooling '" + name_ + "' forward";
+    if (!pooling_) {
+        check_launch(launch_pool_forward(args_, images_of(x, images), images_of(y, images), lane.stream), who);
+        return;
+    }
+    for_each_chunk(images, options_.split_granule, layer_.in.n, who, [&](ImageRange r) {
+        cudnnTensorDescriptor_t xd = tensors_.get(r.size(), image_shape(layer_.in), x.image_stride);
+        cudnnTensorDescriptor_t yd = tensors_.get(r.size(), image_shape(layer_.out), y.image_stride);
+        braid::cuda::check(cudnnPoolingForward(lane.cudnn, pooling_.get(), &one, xd, x.image(r.begin), &zero, yd,
+                                               y.image(r.begin)),
+                           "cudnnPoolingForward");
+    });
+}
+
+void CudaPool::backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView y, ConstDeviceView dy, DeviceView dx,
+                             ImageRange images) {
+    check_range(images, layer_.in, "CudaPool::backward_data");
+    const std::string who = "pooling '" + name_ + "' backward data";
+    // cudnnPoolingBackward reads x and y, which the average pool's op does
+    // not declare: average pooling always takes the own (exact) kernel.
+    if (!pooling_ || !args_.max) {
+        check_launch(launch_pool_backward(args_, args_.max ? images_of(x, images) : ConstDeviceImages{},
+                                          args_.max ? images_of(y, images) : ConstDeviceImages{},
+                                          images_of(dy, images), images_of(dx, images), lane.stream),
+                     who);
+        return;
+    }
+    for_each_chunk(images, options_.split_granule, layer_.in.n, who, [&](ImageRange r) {
+        const std::uint32_t n = r.size();
+        cudnnTensorDescriptor_t xd = tensors_.get(n, image_shape(layer_.in), x.image_stride);
+        cudnnTensorDescriptor_t yd = tensors_.get(n, image_shape(layer_.out), y.image_stride);
+        cudnnTensorDescriptor_t dyd = tensors_.get(n, image_shape(layer_.out), dy.image_stride);
+        cudnnTensorDescriptor_t dxd = tensors_.get(n, image_shape(layer_.in), dx.image_stride);
+        braid::cuda::check(cudnnPoolingBackward(lane.cudnn, pooling_.get(), &one, yd, y.image(r.begin), dyd,
+                                                dy.image(r.begin), xd, x.image(r.begin), &zero, dxd, dx.image(r.begin)),
+                           "cudnnPoolingBackward");
+    });
+}
+
+// ---------------------------------------------------------------- LRN
+
+CudaLrn::CudaLrn(std::string name, const Lrn& layer, const LayerOptions& options)
+    : name_(std::move(name)), layer_(layer), options_(options) {
+    const LrnConfig& c = layer.config;
+    if (c.size < CUDNN_LRN_MIN_N || c.size > CUDNN_LRN_MAX_N || c.k < CUDNN_LRN_MIN_K || c.beta < CUDNN_LRN_MIN_BETA)
+        throw braid::Error("LRN '" + name_ + "': cuDNN takes sizes " + std::to_string(CUDNN_LRN_MIN_N) + ".." +
+                           std::to_string(CUDNN_LRN_MAX_N) + ", k >= 1e-5 and beta >= 0.01; got size " +
+                           std::to_string(c.size) + ", k " + std::to_string(c.k) + ", beta " + std::to_string(c.beta));
+    cudnnLRNDescriptor_t d = nullptr;
+    braid::cuda::check(cudnnCreateLRNDescriptor(&d), "cudnnCreateLRNDescriptor");
+    lrn_.reset(d);
+    // cuDNN divides alpha by the window size itself, as the reference does.
+    braid::cuda::check(cudnnSetLRNDescriptor(d, c.size, c.alpha, c.beta, c.k), "cudnnSetLRNDescriptor");
+}
+
+void CudaLrn::forward(CudaLane& lane, ConstDeviceView x, DeviceView y, ImageRange images) {
+    check_range(images, layer_.in, "CudaLrn::forward");
+    for_each_chunk(images, options_.split_granule, layer_.in.n, "LRN '" + name_ + "' forward", [&](ImageRange r) {
+        cudnnTensorDescriptor_t xd = tensors_.get(r.size(), image_shape(layer_.in), x.image_stride);
+        cudnnTensorDescriptor_t yd = tensors_.get(r.size(), image_shape(layer_.in), y.image_stride);
+        braid::cuda::check(cudnnLRNCrossChannelForward(lane.cudnn, lrn_.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, xd,
+                                                       x.image(r.begin), &zero, yd, y.image(r.begin)),
+                           "cudnnLRNCrossChannelForward");
+    });
+}
+
+void CudaLrn::backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView y, ConstDeviceView dy, DeviceView dx,
+                            ImageRange images) {
+    check_range(images, layer_.in, "CudaLrn::backward_data");
+    for_each_chunk(images, options_.split_granule, layer_.in.n, "LRN '" + name_ + "' backward data",
+                   [&](ImageRange r) {
+        const std::uint32_t n = r.size();
+        const Shape4 s = image_shape(layer_.in);
+        braid::cuda::check(cudnnLRNCrossChannelBackward(
+                               lane.cudnn, lrn_.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, &one,
+                               tensors_.get(n, s, y.image_stride), y.image(r.begin),
+                               tensors_.get(n, s, dy.image_stride), dy.image(r.begin),
+                               tensors_.get(n, s, x.image_stride), x.image(r.begin), &zero,
+                               tensors_.get(n, s, dx.image_stride), dx.image(r.begin)),
+                           "cudnnLRNCrossChannelBackward");
+    });
+}
+
+// ---------------------------------------------------------------- own kernels
+
+void relu_forward(CudaLane& lane, const Relu& layer, ConstDeviceView x, DeviceView y, ImageRange images) {
+    check_range(images, layer.in, "relu_forward");
+    check_launch(launch_relu_forward(images_of(x, images), images_of(y, images), lane.stream), "relu forward");
+}
+
+void relu_backward_data(CudaLane& lane, const Relu& layer, ConstDeviceView y, ConstDeviceView dy, DeviceView dx,
+                        ImageRange images) {
+    check_range(images, layer.in, "relu_backward_data");
+    check_launch(launch_relu_backward(images_of(y, images), images_of(dy, images), images_of(dx, images), lane.stream),
+                 "relu backward data");
+}
+
+std::size_t batch_norm_scratch_bytes(const BatchNorm2d& layer) {
+    return channel_reduction_scratch_bytes(layer.in.n, layer.in.c, layer.in.h, layer.in.w);
+}
+
+void batch_norm_forward_training(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, const float* gamma,
+                                 const float* beta, DeviceView y, float* saved_mean, float* saved_inv_std,
+                                 float* running_mean, float* running_var) {
+    double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer));
+    const BatchNormArgs args{layer.config.epsilon, layer.config.momentum};
+    const ImageRange all = whole_batch(layer.in);
+    check_launch(launch_batch_norm_forward(args, images_of(x, all), gamma, beta, images_of(y, all), saved_mean,
+                                           saved_inv_std, running_mean, running_var, scratch, lane.stream),
+                 "batch norm forward");
+}
+
+void batch_norm_backward_data(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
+                              const float* gamma, const float* saved_mean, const float* saved_inv_std, DeviceView dx) {
+    double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer));
+    const ImageRange all = whole_batch(layer.in);
+    check_launch(launch_batch_norm_backward_data(images_of(x, all), images_of(dy, all), gamma, saved_mean,
+                                                 saved_inv_std, images_of(dx, all), scratch, lane.stream),
+                 "batch norm backward data");
+}
+
+void batch_norm_backward_weight(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
+                                const float* saved_mean, const float* saved_inv_std, float* dgamma, float* dbeta) {
+    double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer));
+    const ImageRange all = whole_batch(layer.in);
+    check_launch(launch_batch_norm_backward_weight(images_of(x, all), images_of(dy, all), saved_mean, saved_inv_std,
+                                                   dgamma, dbeta, scratch, lane.stream),
+                 "batch norm backward weight");
+}
+
+namespace {
+DropoutArgs dropout_args(const Dropout& layer, std::uint64_t seed, std::uint32_t layer_id, const std::uint64_t* step,
+                         ImageRange images) {
+    DropoutArgs a;
+    a.seed = seed;
+    a.layer = layer_id;
+    a.threshold = layer.threshold();
+    a.scale = layer.scale();
+    a.first_image = images.begin;
+    a.step = step;
+    return a;
+}
+}  // namespace
+
+void dropout_forward(CudaLane& lane, const Dropout& layer, std::uint64_t seed, std::uint32_t layer_id,
+                     const std::uint64_t* step, ConstDeviceView x, DeviceView y, ImageRange images) {
+    check_range(images, layer.in, "dropout_forward");
+    check_launch(launch_dropout(dropout_args(layer, seed, layer_id, step, images), images_of(x, images),
+                                images_of(y, images), lane.stream),
+                 "dropout forward");
+}
+
+void dropout_backward_data(CudaLane& lane, const Dropout& layer, std::uint64_t seed, std::uint32_t layer_id,
+                           const std::uint64_t* step, ConstDeviceView dy, DeviceView dx, ImageRange images) {
+    check_range(images, layer.in, "dropout_backward_data");
+    check_launch(launch_dropout(dropout_args(layer, seed, layer_id, step, images), images_of(dy, images),
+                                images_of(dx, images), lane.stream),
+                 "dropout backward data");
+}
+
+void add_forward(CudaLane& lane, const Add& layer, ConstDeviceView a, ConstDeviceView b, DeviceView y,
+                 ImageRange images) {
+    check_range(images, layer.in, "add_forward");
+    check_launch(launch_add(images_of(a, images), images_of(b, images), images_of(y, images), lane.stream),
+                 "add forward");
+}
+
+void softmax_loss_forward(CudaLane& lane, const SoftmaxCrossEntropy& layer, ConstDeviceView logits,
+                          const std::int32_t* labels, DeviceView probabilities, float* per_image_loss,
+                          ImageRange images) {
+    check_range(images, layer.in, "softmax_loss_forward");
+    check_launch(launch_softmax_loss_forward(images_of(logits, images), labels, images_of(probabilities, images),
+                                             per_image_loss, images.begin, lane.stream),
+                 "softmax loss forward");
+}
+
+void softmax_loss_sum(CudaLane& lane, const SoftmaxCrossEntropy& layer, const float* per_image_loss, float* loss) {
+    check_launch(launch_softmax_loss_sum(per_image_loss, layer.in.n, layer.config.weight, loss, lane.stream),
+                 "softmax loss sum");
+}
+
+void softmax_loss_backward_data(CudaLane& lane, const SoftmaxCrossEntropy& layer, ConstDeviceView probabilities,
+                                const std::int32_t* labels, DeviceView dlogits, ImageRange images) {
+    check_range(images, layer.in, "softmax_loss_backward_data");
+    const float scale = static_cast<float>(static_cast<double>(layer.config.weight) / layer.in.n);
+    check_launch(launch_softmax_loss_backward(images_of(probabilities, images), labels, images_of(dlogits, images),
+                                              scale, images.begin, lane.stream),
+                 "softmax loss backward data");
+}
+
+void gradient_sum(CudaLane& lane, std::span<const ConstDeviceView> partials, DeviceView total, ImageRange images) {
+    if (partials.empty()) throw ShapeError("gradient_sum: no partial gradients");
+    if (partials.size() > max_gradient_partials)
+        throw ShapeError("gradient_sum: " + std::to_string(partials.size()) + " partial gradients, the kernel adds at most " +
+                         std::to_string(max_gradient_partials));
+    check_range(images, total.shape, "gradient_sum");
+    ConstDeviceImages parts[max_gradient_partials];
+    for (std::size_t k = 0; k < partials.size(); ++k) {
+        if (!(partials[k].shape == total.shape))
+            throw ShapeError("gradient_sum: a partial gradient of shape " + to_string(partials[k].shape) +
+                             " does not match the total " + to_string(total.shape));
+        parts[k] = images_of(partials[k], images);
+    }
+    check_launch(launch_gradient_sum(parts, static_cast<std::uint32_t>(partials.size()), images_of(total, images),
+                                     lane.stream),
+                 "gradient sum");
+}
+
+void sgd_momentum_update(CudaLane& lane, const SgdConfig& config, std::span<const SgdTensorRef> tensors) {
+    const SgdArgs args{config.learning_rate, config.momentum, config.weight_decay};
+    for (std::size_t first = 0; first < tensors.size(); first += max_sgd_tensors) {
+        SgdTensor batch[max_sgd_tensors];
+        const std::size_t count = std::min<std::size_t>(max_sgd_tensors, tensors.size() - first);
+        for (std::size_t k = 0; k < count; ++k) {
+            const SgdTensorRef& t = tensors[first + k];
+            batch[k] = SgdTensor{t.param, t.grad, t.momentum, t.elements, t.decay};
+        }
+        check_launch(launch_sgd(args, batch, static_cast<std::uint32_t>(count), lane.stream), "SGD update");
+    }
+}
+
+void synthetic_batch(CudaLane& lane, std::uint64_t seed, std::uint32_t classes, std::uint64_t data_batches,
+                     const std::uint64_t* step, DeviceView images, std::int32_t* labels, ImageRange range) {
+    check_range(range, images.shape, "synthetic_batch");
+    SyntheticDataArgs a;
+    a.seed = seed;
+    a.classes = classes;
+    a.data_batches = data_batches;
+    a.first_image = range.begin;
+    a.step = step;
+    check_launch(launch_synthetic_data(a, images_of(images, range), labels, lane.stream), "synthetic data");
+}
+
+void advance_step(CudaLane& lane, std::uint64_t* step) {
+    check_launch(launch_advance_step(step, lane.stream), "step advance");
+}
+
+}  // namespace braid::samples::cuda

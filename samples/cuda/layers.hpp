@@ -1,0 +1,206 @@
+// The sample layers on a GPU, over the same layer structs as the reference
+// CPU functions (nn/), on TensorViews of device memory laid out as
+// TrainingGraph says (NCHW floats; a concat branch is a strided channel
+// slice). Every function issues its work on lane.stream with the lane's
+// cuDNN/cuBLAS handles, workspaces and scratch, allocates no device memory
+// (lane scratch excepted) and never synchronizes, so it can be captured in a
+// CUDA graph. Splittable passes take the ImageRange of the body's part and
+// touch only those images.
+//
+//   convolution       cuDNN forward / backward data / backward filter, an own
+//                     bias-add and a deterministic bias-gradient reduction
+//   fully connected   cuBLAS GEMMs (cublasGemmEx), own bias kernels
+//   max/avg pooling   cuDNN where its floor rounding gives the layer's
+//                     output size (and the divisor: count_include_pad),
+//                     own kernels otherwise (GoogLeNet's ceil-mode pools)
+//   LRN               cuDNN cross-channel LRN
+//   batch norm        own deterministic kernels (two-pass statistics in
+//                     double, as the reference; see kernels.h)
+//   ReLU, dropout, add, softmax loss, SGD, gradient sums, data, step: own kernels
+//
+// Errors throw braid::Error (or braid::cuda::CudaError/LibraryError)
+// naming the layer and the call.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cudnn.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <tuple>
+
+#include "braid/backend/cuda.hpp"
+#include "cuda/algorithms.hpp"
+#include "cuda/cudnn_objects.hpp"
+#include "cuda/kernels.h"
+#include "nn/layers.hpp"
+#include "nn/sgd.hpp"
+
+namespace braid::samples::cuda {
+
+using DeviceView = TensorView<float>;  // pointers into device memory
+using ConstDeviceView = TensorView<const float>;
+
+// Images [range) of a view as a kernel argument.
+DeviceImages images_of(const DeviceView& v, ImageRange range);
+ConstDeviceImages images_of(const ConstDeviceView& v, ImageRange range);
+
+// Throws braid::cuda::CudaError naming `what` when a launch failed.
+void check_launch(cudaError_t status, const std::string& what);
+
+// Tensor descriptors by (images, c, h, w, image stride), made on first use.
+class DescriptorCache {
+public:
+    cudnnTensorDescriptor_t get(std::uint32_t images, const Shape4& image_shape, std::uint64_t image_stride);
+
+private:
+    std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint64_t>, TensorDescriptor>
+        descriptors_;
+};
+
+// ---------------------------------------------------------------- convolution
+class CudaConv {
+public:
+    CudaConv(std::string name, const Conv2d& layer, const LayerOptions& options);
+
+    void forward(CudaLane& lane, ConstDeviceView x, const float* weight, const float* bias, DeviceView y,
+                 ImageRange images);
+    void backward_data(CudaLane& lane, ConstDeviceView dy, const float* weight, DeviceView dx, ImageRange images);
+    // dweight and dbias over the whole batch, overwritten.
+    void backward_weight(CudaLane& lane, ConstDeviceView x, ConstDeviceView dy, float* dweight, float* dbias);
+
+    const Conv2d& layer() const noexcept { return layer_; }
+    // Lane scratch the bias gradient takes.
+    std::size_t scratch_bytes() const;
+
+private:
+    const ConvAlgorithm& algorithm(CudaLane& lane, ConvPass pass, std::uint32_t images, std::uint64_t x_stride,
+                                   std::uint64_t y_stride, const ConvProblem& problem);
+    void run_call(const std::string& call, std::size_t workspace_needed, const CudaLane& lane) const;
+
+    std::string name_;
+    Conv2d layer_;
+    LayerOptions options_;
+    FilterDescriptor filter_;
+    ConvDescriptor conv_;
+    DescriptorCache tensors_;
+    std::map<std::tuple<ConvPass, std::uint32_t, std::uint64_t, std::uint64_t>, ConvAlgorithm> chosen_;
+};
+
+// ---------------------------------------------------------------- fully connected
+class CudaFullyConnected {
+public:
+    CudaFullyConnected(std::string name, const FullyConnected& layer, const LayerOptions& options);
+
+    void forward(CudaLane& lane, ConstDeviceView x, const float* weight, const float* bias, DeviceView y,
+                 ImageRange images);
+    void backward_data(CudaLane& lane, ConstDeviceView dy, const float* weight, DeviceView dx, ImageRange images);
+    void backward_weight(CudaLane& lane, ConstDeviceView x, ConstDeviceView dy, float* dweight, float* dbias);
+
+    const FullyConnected& layer() const noexcept { return layer_; }
+
+private:
+    std::string name_;
+    FullyConnected layer_;
+    LayerOptions options_;
+};
+
+// ---------------------------------------------------------------- pooling
+class CudaPool {
+public:
+    // use_cudnn: false forces the own kernels (tests compare both).
+    CudaPool(std::string name, const Pool2d& layer, const LayerOptions& options, bool use_cudnn = true);
+
+    // Whether this layer runs on cuDNN (floor rounding fits) or own kernels.
+    bool uses_cudnn() const noexcept { return static_cast<bool>(pooling_); }
+    void forward(CudaLane& lane, ConstDeviceView x, DeviceView y, ImageRange images);
+    // Max pooling reads x, y, dy; average pooling dy only (x and y may be empty views).
+    void backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView y, ConstDeviceView dy, DeviceView dx,
+                       ImageRange images);
+
+    const Pool2d& layer() const noexcept { return layer_; }
+
+private:
+    std::string name_;
+    Pool2d layer_;
+    LayerOptions options_;
+    PoolArgs args_;
+    PoolingDescriptor pooling_;
+    DescriptorCache tensors_;
+};
+
+// Whether cuDNN's pooling (floor rounding, count_include_pad) computes `layer` exactly.
+bool cudnn_pooling_fits(const Pool2d& layer);
+
+// ---------------------------------------------------------------- LRN
+class CudaLrn {
+public:
+    CudaLrn(std::string name, const Lrn& layer, const LayerOptions& options);
+
+    void forward(CudaLane& lane, ConstDeviceView x, DeviceView y, ImageRange images);
+    void backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView y, ConstDeviceView dy, DeviceView dx,
+                       ImageRange images);
+
+private:
+    std::string name_;
+    Lrn layer_;
+    LayerOptions options_;
+    LrnDescriptor lrn_;
+    DescriptorCache tensors_;
+};
+
+// ---------------------------------------------------------------- own kernels
+void relu_forward(CudaLane& lane, const Relu& layer, ConstDeviceView x, DeviceView y, ImageRange images);
+void relu_backward_data(CudaLane& lane, const Relu& layer, ConstDeviceView y, ConstDeviceView dy, DeviceView dx,
+                        ImageRange images);
+
+// Lane scratch the batch-norm passes take.
+std::size_t batch_norm_scratch_bytes(const BatchNorm2d& layer);
+void batch_norm_forward_training(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, const float* gamma,
+                                 const float* beta, DeviceView y, float* saved_mean, float* saved_inv_std,
+                                 float* running_mean, float* running_var);
+void batch_norm_backward_data(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
+                              const float* gamma, const float* saved_mean, const float* saved_inv_std, DeviceView dx);
+void batch_norm_backward_weight(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
+                                const float* saved_mean, const float* saved_inv_std, float* dgamma, float* dbeta);
+
+// `step` is the device's iteration counter (TrainingGraph::step).
+void dropout_forward(CudaLane& lane, const Dropout& layer, std::uint64_t seed, std::uint32_t layer_id,
+                     const std::uint64_t* step, ConstDeviceView x, DeviceView y, ImageRange images);
+void dropout_backward_data(CudaLane& lane, const Dropout& layer, std::uint64_t seed, std::uint32_t layer_id,
+                           const std::uint64_t* step, ConstDeviceView dy, DeviceView dx, ImageRange images);
+
+void add_forward(CudaLane& lane, const Add& layer, ConstDeviceView a, ConstDeviceView b, DeviceView y,
+                 ImageRange images);
+
+// labels and per_image_loss are device arrays over the whole batch.
+void softmax_loss_forward(CudaLane& lane, const SoftmaxCrossEntropy& layer, ConstDeviceView logits,
+                          const std::int32_t* labels, DeviceView probabilities, float* per_image_loss,
+                          ImageRange images);
+void softmax_loss_sum(CudaLane& lane, const SoftmaxCrossEntropy& layer, const float* per_image_loss, float* loss);
+void softmax_loss_backward_data(CudaLane& lane, const SoftmaxCrossEntropy& layer, ConstDeviceView probabilities,
+                                const std::int32_t* labels, DeviceView dlogits, ImageRange images);
+
+void gradient_sum(CudaLane& lane, std::span<const ConstDeviceView> partials, DeviceView total, ImageRange images);
+
+// One layer's update: every tensor with its gradient and momentum.
+struct SgdTensorRef {
+    float* param = nullptr;
+    const float* grad = nullptr;
+    float* momentum = nullptr;
+    std::uint64_t elements = 0;
+    bool decay = false;
+};
+void sgd_momentum_update(CudaLane& lane, const SgdConfig& config, std::span<const SgdTensorRef> tensors);
+
+// Images and labels of train/synthetic_data.hpp for iteration *step (or
+// *step mod data_batches when data_batches > 0).
+void synthetic_batch(CudaLane& lane, std::uint64_t seed, std::uint32_t classes, std::uint64_t data_batches,
+                     const std::uint64_t* step, DeviceView images, std::int32_t* labels, ImageRange range);
+void advance_step(CudaLane& lane, std::uint64_t* step);
+
+}  // namespace braid::samples::cuda
