@@ -57,7 +57,9 @@ struct Problem {
 };
 
 braid::DeviceSpec pick_device(const Options& o, const braid::DeviceSpec* from_profile) {
-    if (!o.device_json.empty()) return braid::device_from_json(braid::detail::JsonReader(braid::detail::load_json_file(o.device_json), o.device_json));
+    if (!o.device_json.empty())
+        return braid::device_from_json(
+            braid::detail::JsonReader(braid::detail::load_json_file(o.device_json), o.device_json + ": $"));
     if (!o.device.empty()) return braid::find_device(o.device);
     if (from_profile) return *from_profile;
     return braid::find_device("h200");
@@ -70,7 +72,7 @@ Problem load_problem(const Options& o) {
         braid::Profile prof = braid::load_profile(o.profile);
         if (prof.graph.is_null())
             throw braid::Error("profile '" + o.profile + "' has no embedded graph (written by an older braid-profile); profile again");
-        p.profiled = braid::graph_from_json(prof.graph, o.profile + ": $.graph");
+        p.profiled = braid::graph_from_json(prof.graph, o.profile + " (its embedded graph)");
         p.device = pick_device(o, &prof.device);
         const std::string warning = braid::profile_device_warning(prof, p.device);
         if (!warning.empty()) p.warnings.push_back(warning);

@@ -6,6 +6,7 @@
 #include "braid/error.hpp"
 #include "braid/graph/op.hpp"
 #include "braid/graph/op_graph.hpp"
+#include "braid/model/batch_split.hpp"
 #include "braid/model/cost.hpp"
 #include "braid/model/device_json.hpp"
 #include "braid/model/device_spec.hpp"

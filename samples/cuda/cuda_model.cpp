@@ -117,8 +117,8 @@ std::vector<float> CudaModel::values(BufferId b) const {
                            "cudaMemcpy(values)");
         return out;
     }
-    const std::uint64_t chunk = buf.bytes / buf.chunks;
-    std::vector<float> out(buf.bytes / sizeof(float));
+    const std::uint64_t chunk = buf.bytes;  // a strided view's bytes are per chunk
+    std::vector<float> out(buf.total_bytes() / sizeof(float));
     braid::cuda::check(cudaMemcpy2D(out.data(), chunk, bytes(b), buf.stride_bytes, chunk, buf.chunks,
                                     cudaMemcpyDeviceToHost),
                        "cudaMemcpy2D(values)");

@@ -137,6 +137,8 @@ void CudaConv::forward(CudaLane& lane, ConstDeviceView x, const float* weight, c
                                   lane.cudnn_workspace, workspace_of(lane, options_)};
         const ConvAlgorithm& a = algorithm(lane, ConvPass::forward, n, x.image_stride, y.image_stride, problem);
         run_call("cudnnConvolutionForward", a.workspace_bytes, lane);
+        // conv_ is shared by every lane: setting its math type right before
+        // the call is safe because CudaBackend issues every body from one thread.
         braid::cuda::check(cudnnSetConvolutionMathType(conv_.get(), a.math), "cudnnSetConvolutionMathType");
         braid::cuda::check(cudnnConvolutionForward(lane.cudnn, &one, xd, xp, filter_.get(), weight, conv_.get(),
                                                    static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), lane.cudnn_workspace,

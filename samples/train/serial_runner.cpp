@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "braid/model/batch_split.hpp"
 #include "braid/model/cost.hpp"
 
 namespace braid::samples {

@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include "braid/model/batch_split.hpp"
 #include "braid/model/cost.hpp"
 
 namespace braid::samples {

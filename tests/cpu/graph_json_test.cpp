@@ -44,20 +44,26 @@ TEST_CASE("malformed graph documents name the field") {
     auto load = [&](nlohmann::json j) { return error_of([&] { (void)graph_from_json(j, "g.json"); }); };
     nlohmann::json j = good;
     j["ops"][1]["reads"][0] = "nowhere";
-    CHECK(load(j) == "g.json.ops[1].reads[0]: op 'left' names unknown buffer 'nowhere'");
+    CHECK(load(j) == "g.json: $.ops[1].reads[0]: op 'left' names unknown buffer 'nowhere'");
     j = good;
     j["ops"][2]["kind"] = "sideways";
-    CHECK(load(j) == "g.json.ops[2].kind: unknown op kind 'sideways'");
+    CHECK(load(j) == "g.json: $.ops[2].kind: unknown op kind 'sideways'");
     j = good;
     j["ops"][3]["name"] = "src";
-    CHECK(load(j) == "g.json.ops[3]: duplicate op name 'src'");
+    CHECK(load(j) == "g.json: $.ops[3]: duplicate op name 'src'");
     j = good;
     j["fingerprint"] = "fnv1a64:0000000000000000";
-    CHECK(load(j).find("g.json.fingerprint: the rebuilt graph is " + g.fingerprint()) == 0);
+    CHECK(load(j).find("g.json: $.fingerprint: the rebuilt graph is " + g.fingerprint()) == 0);
     j = good;
     j["explicit_edges"] = nlohmann::json::array({nlohmann::json::array({"join", "src"})});
-    CHECK(load(j).find("g.json: the graph has a cycle") == 0);
+    CHECK(load(j).find("g.json: $: the graph has a cycle") == 0);
+    j = good;
+    j["ops"][0]["split"] = 4;
+    CHECK(load(j) == "g.json: $.ops[0].split: unknown field (expected one of: name, kind, layer, reads, writes, split_batch)");
+    j = good;
+    j["buffers"][0]["chunks"] = 4;  // chunks only make sense for a view
+    CHECK(load(j) == "g.json: $.buffers[0].chunks: unknown field (expected one of: name, bytes)");
     j = good;
     j["buffers"][1]["parent"] = "missing";
-    CHECK(load(j) == "g.json.buffers[1].parent: no earlier buffer named 'missing'");
+    CHECK(load(j) == "g.json: $.buffers[1].parent: no earlier buffer named 'missing'");
 }

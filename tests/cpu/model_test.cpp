@@ -252,6 +252,14 @@ TEST_CASE("device JSON: round trip and errors that name the field") {
     CHECK(error_of([&] { (void)device_from_json(j); }).find("$.compute_capability: expected \"major.minor\"") == 0);
 
     j = to_json(find_device("h100"));
+    j["compute_capability"] = "9.0abc";
+    CHECK(error_of([&] { (void)device_from_json(j); }).find("$.compute_capability: expected \"major.minor\"") == 0);
+
+    j = to_json(find_device("h100"));
+    j["sm_cout"] = 132;
+    CHECK(error_of([&] { (void)device_from_json(j); }).find("$.sm_cout: unknown field") == 0);
+
+    j = to_json(find_device("h100"));
     j["sm_count"] = 0;
     CHECK(error_of([&] { (void)device_from_json(j); }) == "$: device 'h100': sm_count must be > 0");
 

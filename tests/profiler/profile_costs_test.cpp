@@ -5,6 +5,7 @@
 #include <string>
 
 #include "braid/model/device_table.hpp"
+#include "braid/graph/graph_json.hpp"
 #include "braid/profiler/costs.hpp"
 #include "braid/scheduler/planner.hpp"
 #include "profiler_fixtures.hpp"
@@ -138,4 +139,33 @@ TEST_CASE("a recorded kernel that cannot run on the target names the op and kern
     p.ops[3].kernels[0].shape.dynamic_smem_bytes = 240 * 1024;  // more than a block may use
     CHECK_THROWS_WITH_AS(costs_from_profile(p, g, h100), doctest::Contains("op 'join' kernel 1 ('join_a')"),
                          ModelError);
+}
+
+TEST_CASE("a profile of the same ops at other tensor sizes, or taken on a split plan, is refused") {
+    const OpGraph g = braid::testing::branch_graph();
+    const DeviceSpec& dev = find_device("h100");
+    Profile p = measured(g, dev);
+    p.graph = to_json(g);
+    CHECK_NOTHROW((void)costs_from_profile(p, g, dev));
+
+    // Same names, kinds and edges (so the same fingerprint), bigger buffers.
+    OpGraphBuilder b;
+    const BufferId in = b.add_buffer("in", 8192), l = b.add_buffer("l", 8192), r = b.add_buffer("r", 8192),
+                   out = b.add_buffer("out", 8192);
+    b.add_op({.name = "load", .kind = OpKind::forward, .layer = "input", .reads = {}, .writes = {in}});
+    b.add_op({.name = "left", .kind = OpKind::forward, .layer = "branch", .reads = {in}, .writes = {l}});
+    b.add_op({.name = "right", .kind = OpKind::forward, .layer = "branch", .reads = {in}, .writes = {r}});
+    b.add_op({.name = "join", .kind = OpKind::forward, .layer = "join", .reads = {l, r}, .writes = {out}});
+    const OpGraph bigger = b.finalize();
+    REQUIRE(bigger.fingerprint() == g.fingerprint());
+    CHECK_THROWS_WITH_AS((void)costs_from_profile(p, bigger, dev),
+                         "buffer 'in' has 8192 bytes here but the profiled graph's buffer 0 is 'in' with 4096 bytes "
+                         "(another batch or image size?): profile the graph again",
+                         ProfileError);
+
+    p.run.plan = "braid";
+    CHECK_THROWS_WITH_AS((void)costs_from_profile(p, g, dev),
+                         "the profile was measured on a 'braid' plan; costs come from a serial profile: profile again "
+                         "with a serial plan",
+                         ProfileError);
 }

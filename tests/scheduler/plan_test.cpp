@@ -283,32 +283,38 @@ TEST_CASE("plans round-trip through JSON; malformed and stale plans are rejected
     auto load = [&](nlohmann::json j) { return error_of([&] { (void)plan_from_json(j, t.graph, "plan.json"); }); };
     nlohmann::json j = good;
     j["format"] = "braid.profile";
-    CHECK(load(j) == "plan.json.format: expected \"braid.plan\", got \"braid.profile\"");
+    CHECK(load(j) == "plan.json: $.format: expected \"braid.plan\", got \"braid.profile\"");
     j = good;
     j["version"] = 7;
-    CHECK(load(j) == "plan.json.version: this braid reads plan version 1, not 7");
+    CHECK(load(j) == "plan.json: $.version: this braid reads plan version 1, not 7");
     j = good;
     j["steps"][2]["op"] = "nope";
-    CHECK(load(j) == "plan.json.steps[2].op: no op named 'nope' in the graph");
+    CHECK(load(j) == "plan.json: $.steps[2].op: no op named 'nope' in the graph");
     j = good;
     j["steps"][1]["stream"] = 9;
-    CHECK(load(j).find("plan.json.steps[1].stream: stream 9 does not exist") == 0);
+    CHECK(load(j).find("plan.json: $.steps[1].stream: stream 9 does not exist") == 0);
     j = good;
     j["steps"][1]["stream"] = "zero";
-    CHECK(load(j) == "plan.json.steps[1].stream: expected an integer, got string");
+    CHECK(load(j) == "plan.json: $.steps[1].stream: expected an integer, got string");
     j = good;
     j.erase("waits");
-    CHECK(load(j) == "plan.json.waits: required field is missing");
+    CHECK(load(j) == "plan.json: $.waits: required field is missing");
     j = good;
     j["waits"][0]["after"] = 99;
-    CHECK(load(j) == "plan.json.waits[0].after: no step 99");
+    CHECK(load(j) == "plan.json: $.waits[0].after: no step 99");
+    j = good;
+    j["steps"][1]["prts"] = 2;  // a typo must not fall back to a default
+    CHECK(load(j) == "plan.json: $.steps[1].prts: unknown field (expected one of: op, stream, part, parts)");
+    j = good;
+    j["extra"] = true;
+    CHECK(load(j).find("plan.json: $.extra: unknown field") == 0);
     j = good;
     j["streams"] = nlohmann::json::array();
-    CHECK(load(j) == "plan.json.streams: a plan needs at least one stream");
+    CHECK(load(j) == "plan.json: $.streams: a plan needs at least one stream");
 
     TestGraph other = braid::testing::residual_chain(2);
     CHECK(error_of([&] { (void)plan_from_json(good, other.graph, "plan.json"); })
-              .find("plan.json.graph_fingerprint: this plan was made for graph " + t.graph.fingerprint() + " (4 ops)") == 0);
+              .find("plan.json: $.graph_fingerprint: this plan was made for graph " + t.graph.fingerprint() + " (4 ops)") == 0);
     CHECK(error_of([] { (void)detail::parse_json("{\"format\": \"braid.plan\",", "plan.json"); }).find("plan.json:1:") == 0);
 }
 

@@ -90,7 +90,7 @@ TEST_CASE("make_plan rejects unknown strategies and mismatched costs") {
     CHECK(error_of([&] { (void)make_plan(t.graph, dev, t.costs, {"fastest"}); }) ==
           "unknown strategy 'fastest'; known strategies: serial, glp4nn, nimble, braid");
     OpCosts fewer(t.costs.begin(), t.costs.end() - 1);
-    CHECK(error_of([&] { (void)make_plan(t.graph, dev, fewer, {"serial"}); }) == "got costs for 3 ops, the graph has 4");
+    CHECK(error_of([&] { (void)make_plan(t.graph, dev, fewer, {"serial"}); }) == "make_plan: got costs for 3 ops, the graph has 4");
     PlanOptions zero;
     zero.max_streams = 0;
     CHECK(error_of([&] { (void)make_plan(t.graph, dev, t.costs, zero); }) == "max_streams must be at least 1");

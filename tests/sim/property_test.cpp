@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "braid/graph/op_graph.hpp"
+#include "braid/model/batch_split.hpp"
 #include "braid/model/cost.hpp"
 #include "braid/model/lower_bound.hpp"
 #include "braid/sim/simulator.hpp"

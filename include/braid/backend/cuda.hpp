@@ -51,6 +51,10 @@ struct CudaBackendOptions {
     std::size_t cudnn_workspace_bytes = std::size_t{64} << 20;
     std::size_t scratch_bytes = 0;  // initial scratch block per lane
     bool nvtx = true;               // an NVTX range per op body
+    // Debugging: wait for each op's kernels in eager mode, so an asynchronous
+    // fault (an illegal address, say) is blamed on the op that caused it
+    // rather than on a later one. Serialises the host with the GPU.
+    bool synchronize_each_op = false;
 };
 
 // What a CUDA op body is given: launch on `stream`, use this lane's handles,
@@ -102,6 +106,8 @@ public:
 
     // The caller's stream: an iteration starts after the work already queued
     // on it, and work queued on it later starts after the iteration.
+    // Graph mode cannot capture from the legacy default stream (nullptr):
+    // begin_iteration refuses it with a message that says so.
     void set_stream(cudaStream_t stream) noexcept { caller_ = stream; }
     cudaStream_t stream() const noexcept { return caller_; }
     void synchronize() const { cuda::check(cudaStreamSynchronize(caller_), "cudaStreamSynchronize"); }
@@ -121,6 +127,9 @@ public:
     // At least `bytes` of scratch on every lane, now and for lanes made later.
     void reserve_scratch(std::size_t bytes) {
         options_.scratch_bytes = std::max(options_.scratch_bytes, bytes);
+        // A replayed graph runs on the caller's stream and may still use the
+        // blocks being replaced.
+        synchronize();
         for (auto& l : lanes_) l->lane.scratch.reserve(bytes, l->stream.get());
     }
 
@@ -143,6 +152,9 @@ public:
         used_ = &used_lanes(plan, key.executor);
 
         if (options_.mode == LaunchMode::graph) {
+            if (caller_ == nullptr)
+                throw Error("CUDA graph mode cannot capture from the legacy default stream: give the backend a "
+                            "created stream with set_stream(), or leave the one it made");
             auto it = graphs_.find(key.executor);
             if (it != graphs_.end() && it->second.exec && it->second.revision == key.revision &&
                 it->second.scratch_epoch == scratch_epoch()) {
@@ -174,7 +186,6 @@ public:
 
     void run(CudaLane& lane, const OpContext& ctx, StepRunner<CudaLane> runner) {
         if (failure_) return;
-        issued_ = ctx.step;
         lane.scratch.begin_body(capturing_);
         if (options_.nvtx) nvtxRangePushA(ctx.info != nullptr ? ctx.info->name.c_str() : "op");
         try {
@@ -183,6 +194,7 @@ public:
             failure_ = StepFailure{ctx.step, std::current_exception()};
         }
         if (options_.nvtx) nvtxRangePop();
+        if (!failure_ && options_.synchronize_each_op && !capturing_) (void)cudaStreamSynchronize(lane.stream);
         const cudaError_t e = cudaGetLastError();  // also clears it
         if (!failure_ && e != cudaSuccess)
             failure_ = StepFailure{ctx.step, std::make_exception_ptr(cuda::CudaError(
@@ -237,7 +249,10 @@ public:
             }
             if (!rec.exec) {
                 cudaGraphExec_t exec = nullptr;
-                cuda::check(cudaGraphInstantiate(&exec, graph.get(), 0), "cudaGraphInstantiate");
+                // Captured kernel nodes carry their stream's priority; the executable
+                // graph honours them only with this flag.
+                cuda::check(cudaGraphInstantiate(&exec, graph.get(), cudaGraphInstantiateFlagUseNodePriority),
+                            "cudaGraphInstantiate");
                 rec.exec.reset(exec);
                 ++counters_.instantiations;
             }

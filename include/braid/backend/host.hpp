@@ -133,8 +133,9 @@ private:
         auto w = std::make_unique<Worker>();
         w->lane.index = static_cast<std::uint32_t>(workers_.size());
         Worker* raw = w.get();
-        workers_.push_back(std::move(w));
+        // Start the thread first: a worker without one would hang join().
         raw->thread = std::thread([this, raw] { work(*raw); });
+        workers_.push_back(std::move(w));
     }
 
     void push(HostLane& lane, Item item) {

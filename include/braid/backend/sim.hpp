@@ -17,6 +17,7 @@
 #include "braid/backend/launch_mode.hpp"
 #include "braid/error.hpp"
 #include "braid/graph/op_graph.hpp"
+#include "braid/model/batch_split.hpp"
 #include "braid/model/cost.hpp"
 #include "braid/model/device_spec.hpp"
 #include "braid/scheduler/compiled_plan.hpp"
@@ -164,9 +165,7 @@ inline void SimLane::launch(const KernelCost& kernel) {
 inline std::vector<std::function<void(SimLane&, const OpContext&)>> sim_bodies(const OpGraph& graph,
                                                                                  const DeviceSpec& device,
                                                                                  std::span<const OpCost> costs) {
-    if (costs.size() != graph.op_count())
-        throw Error("sim_bodies: got costs for " + std::to_string(costs.size()) + " ops, the graph has " +
-                    std::to_string(graph.op_count()));
+    require_costs_for<Error>(graph.op_count(), costs.size(), "sim_bodies");
     auto shared = std::make_shared<const std::vector<OpCost>>(costs.begin(), costs.end());
     auto dev = std::make_shared<const DeviceSpec>(device);
     std::vector<std::function<void(SimLane&, const OpContext&)>> bodies;

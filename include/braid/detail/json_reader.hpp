@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -53,6 +54,20 @@ public:
     JsonReader operator[](std::size_t i) const {
         size();
         return JsonReader((*value_)[i], path_ + "[" + std::to_string(i) + "]");
+    }
+
+    // Fields this object may have: any other is a mistake (a typo would
+    // otherwise fall back to a default without a word).
+    void allow_only(std::initializer_list<std::string_view> known) const {
+        expect_object();
+        for (auto it = value_->begin(); it != value_->end(); ++it) {
+            bool ok = false;
+            for (std::string_view k : known) ok = ok || k == it.key();
+            if (ok) continue;
+            std::string list;
+            for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+            throw FormatError(path_ + "." + it.key(), "unknown field (expected one of: " + list + ")");
+        }
     }
 
     void expect_object() const {

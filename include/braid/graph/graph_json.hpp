@@ -48,11 +48,12 @@ inline nlohmann::json to_json(const OpGraph& graph) {
                           {"buffers", std::move(buffers)}, {"ops", std::move(ops)}, {"explicit_edges", std::move(edges)}};
 }
 
-// Rebuilds and finalizes the graph; errors carry the JSON path. When the
-// document has a fingerprint, the rebuilt graph must match it.
-inline OpGraph graph_from_json(const nlohmann::json& json, const std::string& source = "$") {
-    detail::JsonReader r(json, source);
-    r.expect_object();
+// Rebuilds and finalizes the graph; errors carry the JSON path, after the
+// document's name when given ("g.json: $.ops[3]"). When the document has a
+// fingerprint, the rebuilt graph must match it.
+inline OpGraph graph_from_json(const nlohmann::json& json, const std::string& source = "") {
+    detail::JsonReader r(json, source.empty() ? "$" : source + ": $");
+    r.allow_only({"format", "version", "fingerprint", "buffers", "ops", "explicit_edges"});
     if (r.get<std::string>("format") != "braid.graph")
         r.at("format").fail("expected \"braid.graph\", got \"" + r.get<std::string>("format") + "\"");
     if (r.get<int>("version") != 1) r.at("version").fail("this braid reads graph version 1");
@@ -60,6 +61,10 @@ inline OpGraph graph_from_json(const nlohmann::json& json, const std::string& so
     auto buffers = r.at("buffers");
     for (std::size_t i = 0; i < buffers.size(); ++i) {
         auto bj = buffers[i];
+        if (bj.has("parent"))
+            bj.allow_only({"name", "bytes", "parent", "offset_bytes", "chunks", "stride_bytes"});
+        else
+            bj.allow_only({"name", "bytes"});
         try {
             const std::string name = bj.get<std::string>("name");
             const auto bytes = bj.get<std::uint64_t>("bytes");
@@ -87,6 +92,7 @@ inline OpGraph graph_from_json(const nlohmann::json& json, const std::string& so
     auto ops = r.at("ops");
     for (std::size_t i = 0; i < ops.size(); ++i) {
         auto oj = ops[i];
+        oj.allow_only({"name", "kind", "layer", "reads", "writes", "split_batch"});
         OpSpec spec;
         spec.name = oj.get<std::string>("name");
         const std::string kind = oj.get<std::string>("kind");

@@ -269,10 +269,16 @@ public:
         if (chunks > 1 && stride_bytes < chunk_bytes)
             throw GraphError("view '" + name + "' has chunks of " + std::to_string(chunk_bytes) +
                              " bytes that overlap (stride " + std::to_string(stride_bytes) + ")");
-        const std::uint64_t end = offset_bytes + (chunks - 1) * stride_bytes + chunk_bytes;
-        if (end > p.bytes)
+        // end = offset + (chunks - 1) * stride + chunk, computed without overflow.
+        const bool fits = offset_bytes <= p.bytes && chunk_bytes <= p.bytes - offset_bytes &&
+                          (chunks == 1 || (chunks - 1) <= (p.bytes - offset_bytes - chunk_bytes) / stride_bytes);
+        const long double end = static_cast<long double>(offset_bytes) +
+                                static_cast<long double>(chunks - 1) * static_cast<long double>(stride_bytes) +
+                                static_cast<long double>(chunk_bytes);
+        if (!fits)
             throw GraphError("view '" + name + "' covers bytes [" + std::to_string(offset_bytes) + ", " +
-                             std::to_string(end) + ") but its parent '" + p.name + "' has only " +
+                             std::to_string(static_cast<unsigned long long>(std::min<long double>(end, 1.8e19L))) +
+                             ") but its parent '" + p.name + "' has only " +
                              std::to_string(p.bytes) + " bytes");
         Buffer b;
         b.id = static_cast<BufferId>(buffers_.size());

@@ -2,8 +2,8 @@
 // as a file of its own for devices that are not in the built-in table.
 #pragma once
 
-#include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -43,20 +43,28 @@ inline nlohmann::json to_json(const DeviceSpec& d) {
 
 // Reads and validates; errors carry the JSON path of the field.
 inline DeviceSpec device_from_json(const detail::JsonReader& r) {
+    r.allow_only({"key", "name", "compute_capability", "sm_count", "warp_size", "max_threads_per_sm",
+                  "max_threads_per_block", "max_blocks_per_sm", "regs_per_sm", "regs_per_block", "max_regs_per_thread",
+                  "shared_mem_per_sm_bytes", "shared_mem_per_block_bytes", "shared_mem_per_block_optin_bytes",
+                  "reserved_shared_mem_per_block_bytes", "max_resident_grids", "boost_clock_mhz", "dram_bandwidth_gbps",
+                  "dram_bytes", "l2_bytes", "peak_fp32_tflops", "peak_tf32_tflops", "peak_fp16_tflops",
+                  "peak_bf16_tflops"});
     DeviceSpec d;
     d.key = r.get_or<std::string>("key", "");
     d.name = r.get_or<std::string>("name", "");
     {
         auto cc = r.at("compute_capability");
         std::string text = cc.get<std::string>();
-        auto dot = text.find('.');
-        try {
-            if (dot == std::string::npos) throw std::invalid_argument("no dot");
-            d.cc_major = std::stoi(text.substr(0, dot));
-            d.cc_minor = std::stoi(text.substr(dot + 1));
-        } catch (const std::exception&) {
+        // "major.minor", both whole numbers, nothing else.
+        const auto dot = text.find('.');
+        const auto digits = [](std::string_view t) {
+            return !t.empty() && t.size() <= 3 && t.find_first_not_of("0123456789") == std::string_view::npos;
+        };
+        if (dot == std::string::npos || !digits(std::string_view(text).substr(0, dot)) ||
+            !digits(std::string_view(text).substr(dot + 1)))
             cc.fail("expected \"major.minor\" such as \"9.0\", got \"" + text + "\"");
-        }
+        d.cc_major = std::stoi(text.substr(0, dot));
+        d.cc_minor = std::stoi(text.substr(dot + 1));
     }
     d.sm_count = r.get<int>("sm_count");
     d.warp_size = r.get_or<int>("warp_size", 32);

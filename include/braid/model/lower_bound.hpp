@@ -18,6 +18,7 @@
 
 #include "braid/error.hpp"
 #include "braid/graph/op_graph.hpp"
+#include "braid/model/batch_split.hpp"
 #include "braid/model/cost.hpp"
 #include "braid/model/device_spec.hpp"
 #include "braid/model/occupancy.hpp"
@@ -153,9 +154,7 @@ inline double op_min_time_ns(const DeviceSpec& dev, const Op& op, const OpCost& 
 // Throws ModelError naming the op and kernel on costs the model cannot use.
 inline LowerBound lower_bound(const DeviceSpec& dev, const OpGraph& graph, std::span<const OpCost> costs,
                               bool bandwidth_shared = true) {
-    if (costs.size() != graph.op_count())
-        throw ModelError("lower bound: got costs for " + std::to_string(costs.size()) + " ops, the graph has " +
-                         std::to_string(graph.op_count()));
+    require_costs_for(graph.op_count(), costs.size(), "lower bound");
     std::vector<std::string> names;
     names.reserve(graph.op_count());
     for (const Op& op : graph.ops()) names.push_back(op.name);

@@ -24,7 +24,7 @@ add -I<cuda>/include (meson option toolkit_root) or install the CUDA toolkit"
 
 namespace braid {
 
-enum class OccupancyLimiter : std::uint8_t { warps, registers, shared_memory, blocks };
+enum class OccupancyLimiter : std::uint8_t { warps, registers, shared_memory, blocks, barriers, virtual_resources };
 
 constexpr std::string_view to_string(OccupancyLimiter l) noexcept {
     switch (l) {
@@ -32,6 +32,8 @@ constexpr std::string_view to_string(OccupancyLimiter l) noexcept {
         case OccupancyLimiter::registers: return "registers";
         case OccupancyLimiter::shared_memory: return "shared_memory";
         case OccupancyLimiter::blocks: return "blocks";
+        case OccupancyLimiter::barriers: return "barriers";
+        case OccupancyLimiter::virtual_resources: return "virtual_resources";
     }
     return "warps";
 }
@@ -135,12 +137,17 @@ inline Occupancy occupancy(const DeviceSpec& dev, const KernelShape& k) {
                              std::to_string(k.dynamic_smem_bytes) + " + reserved " +
                              std::to_string(dev.reserved_shared_mem_per_block_bytes) + "); a block may use at most " +
                              std::to_string(dev.shared_mem_per_block_optin_bytes + dev.reserved_shared_mem_per_block_bytes));
+        if (r.blockLimitBarriers == 0) throw ModelError(who + ": barriers: the block needs more barriers than an SM has");
+        if (r.blockLimitVirtual == 0)
+            throw ModelError(who + ": virtual resources: the block needs more than an SM offers");
         throw ModelError(who + ": warps: the block does not fit on an SM");
     }
-    const int limits[] = {r.blockLimitWarps, r.blockLimitRegs, r.blockLimitSharedMem, r.blockLimitBlocks};
-    const OccupancyLimiter names[] = {OccupancyLimiter::warps, OccupancyLimiter::registers,
-                                      OccupancyLimiter::shared_memory, OccupancyLimiter::blocks};
-    for (int i = 0; i < 4; ++i)
+    const int limits[] = {r.blockLimitWarps,  r.blockLimitRegs,     r.blockLimitSharedMem,
+                          r.blockLimitBlocks, r.blockLimitBarriers, r.blockLimitVirtual};
+    const OccupancyLimiter names[] = {OccupancyLimiter::warps,     OccupancyLimiter::registers,
+                                      OccupancyLimiter::shared_memory, OccupancyLimiter::blocks,
+                                      OccupancyLimiter::barriers,  OccupancyLimiter::virtual_resources};
+    for (int i = 0; i < 6; ++i)
         if (limits[i] == o.blocks_per_sm) {
             o.limiter = names[i];
             break;

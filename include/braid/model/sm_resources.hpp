@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstdint>
 #include <numeric>
 #include <span>
@@ -68,6 +69,7 @@ public:
 
     // Takes `count` blocks (which must fit); returns where their warps went.
     SubpartitionWarps place(const BlockDemand& b, std::uint32_t count) noexcept {
+        assert(count <= fits(b) && "SmState::place: more blocks than fit");
         SubpartitionWarps where{};
         free_blocks_ -= count;
         free_warps_ -= b.warps * count;

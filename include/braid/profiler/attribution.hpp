@@ -114,11 +114,14 @@ inline Attribution attribute(const Trace& trace, std::size_t op_count) {
             unattributed("external id " + std::to_string(ext->second) + " was not pushed by this trace's hook");
             return;
         }
-        if (end == 0 || end < start) ++incomplete;
         const std::size_t slot = slot_of(m->second->iteration);
         out.work[m->second->op][slot]->push_back(WorkRef{kernel, index, m->second->part});
-        first_start[slot] = std::min(first_start[slot], start);
-        last_end[slot] = std::max(last_end[slot], end);
+        if (end == 0 || end < start) {
+            ++incomplete;  // counted, but kept out of the iteration's span
+        } else {
+            first_start[slot] = std::min(first_start[slot], start);
+            last_end[slot] = std::max(last_end[slot], end);
+        }
         if (kernel)
             if (auto a = api_ns.find(correlation); a != api_ns.end()) out.launch_api_ns.push_back(a->second);
     };

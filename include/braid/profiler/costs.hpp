@@ -77,6 +77,28 @@ inline OpCosts costs_from_profile(const Profile& profile, const OpGraph& graph, 
         throw ProfileError("the profile was made for graph " + profile.graph_fingerprint + " (network '" +
                            profile.run.network + "'), but this graph is " + graph.fingerprint() +
                            ": profile the graph again");
+    // Plans split ops into batch parts; kernels measured under a split plan
+    // are parts' kernels, not the op's.
+    if (profile.run.plan != "serial")
+        throw ProfileError("the profile was measured on a '" + profile.run.plan +
+                           "' plan; costs come from a serial profile: profile again with a serial plan");
+    // The fingerprint covers ops and edges, not tensor sizes: the same net at
+    // another image size matches it. The embedded graph knows the sizes.
+    if (profile.graph.is_object() && profile.graph.contains("buffers") && profile.graph["buffers"].is_array()) {
+        const nlohmann::json& buffers = profile.graph["buffers"];
+        if (buffers.size() != graph.buffer_count())
+            throw ProfileError("the profile's graph has " + std::to_string(buffers.size()) + " buffers, this graph " +
+                               std::to_string(graph.buffer_count()) + ": profile the graph again");
+        for (const Buffer& b : graph.buffers()) {
+            const nlohmann::json& pb = buffers[b.id];
+            if (pb.value("name", std::string()) != b.name || pb.value("bytes", std::uint64_t{0}) != b.bytes)
+                throw ProfileError("buffer '" + b.name + "' has " + std::to_string(b.bytes) +
+                                   " bytes here but the profiled graph's buffer " + std::to_string(b.id) + " is '" +
+                                   pb.value("name", std::string("?")) + "' with " +
+                                   std::to_string(pb.value("bytes", std::uint64_t{0})) +
+                                   " bytes (another batch or image size?): profile the graph again");
+        }
+    }
     std::unordered_map<std::string, const ProfiledOp*> by_name;
     for (const ProfiledOp& op : profile.ops) by_name.emplace(op.name, &op);
     std::vector<std::string> missing;

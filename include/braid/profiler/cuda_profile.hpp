@@ -90,6 +90,9 @@ CudaProfileResult profile_on_cuda(const OpGraph& graph, const DeviceSpec& device
         }
         Trace trace = tracer->take_trace();
         tracer.reset();
+        if (trace.markers.empty())
+            throw Error("no op body ran under the profiling hook: a CUDA graph replay calls no body; profile "
+                        "in eager mode");
         const Attribution attribution = attribute(trace, graph.op_count());
         Aggregate aggregate = profiler::aggregate(trace, attribution, graph);
         result.warnings.insert(result.warnings.end(), aggregate.warnings.begin(), aggregate.warnings.end());

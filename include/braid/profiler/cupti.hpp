@@ -24,6 +24,7 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -98,8 +99,8 @@ struct CuptiApi {
 
 inline std::uint32_t cupti_major(std::uint32_t api_version) noexcept {
     // From CUDA 13 the API version reads xxyyzz (xx = CUDA major); before it
-    // was a small counter (v19..v28 for CUDA 12).
-    return api_version >= 100000 ? api_version / 10000 : (api_version >= 19 ? 12 : 11);
+    // was a small counter (v18..v28 for CUDA 12).
+    return api_version >= 100000 ? api_version / 10000 : (api_version >= 18 ? 12 : 11);
 }
 
 struct CuptiLoad {
@@ -380,7 +381,9 @@ public:
             c.tracer_active = true;
             c.pending = Trace{};
             c.error.clear();
-            c.buffer_bytes = options.buffer_bytes;
+            // aligned_alloc needs a multiple of the alignment; CUPTI wants at least a few records' room.
+            const std::size_t min_bytes = std::size_t{1} << 20;
+            c.buffer_bytes = (std::max(options.buffer_bytes, min_bytes) + 7) / 8 * 8;
         }
         try {
             cuda::check(cudaSetDevice(options.device), "cudaSetDevice");

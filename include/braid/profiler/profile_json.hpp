@@ -27,7 +27,7 @@ inline nlohmann::json stats_json(const DurationStats& s) {
 inline nlohmann::json dim3_json(const Dim3& d) { return nlohmann::json::array({d.x, d.y, d.z}); }
 
 inline DurationStats stats_from_json(const JsonReader& r) {
-    r.expect_object();
+    r.allow_only({"median", "min", "max", "count"});
     DurationStats s;
     s.count = r.get<std::uint32_t>("count");
     if (s.count == 0) r.at("count").fail("must be >= 1 (a duration needs at least one sample)");
@@ -122,7 +122,8 @@ inline nlohmann::json to_json(const Profile& p) {
 // file name, or "$").
 inline Profile profile_from_json(const nlohmann::json& json, const std::string& source = "$") {
     detail::JsonReader r(json, source);
-    r.expect_object();
+    r.allow_only({"format", "version", "device", "graph_fingerprint", "graph", "run", "timing", "durations_only",
+                  "iteration_ns", "launch_api_ns", "dropped_records", "ops", "unattributed"});
     {
         const std::string format = r.get<std::string>("format");
         if (format != "braid.profile") r.at("format").fail("expected \"braid.profile\", got \"" + format + "\"");
@@ -144,7 +145,7 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
     }
     {
         const detail::JsonReader run = r.at("run");
-        run.expect_object();
+        run.allow_only({"network", "settings", "plan", "warmup_iterations", "measured_iterations", "tool"});
         p.run.network = run.get<std::string>("network");
         if (auto s = run.find("settings")) {
             s->expect_object();
@@ -177,7 +178,7 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
     std::map<std::string, std::size_t> seen;
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const detail::JsonReader o = ops[i];
-        o.expect_object();
+        o.allow_only({"name", "layer", "kind", "duration_ns", "kernels", "transfers"});
         ProfiledOp op;
         op.name = o.get<std::string>("name");
         if (op.name.empty()) o.at("name").fail("must not be empty");
@@ -210,7 +211,8 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
             o.fail("a durations-only profile lists no kernels or transfers (got " + std::to_string(work) + ")");
         for (std::size_t j = 0; j < ks.size(); ++j) {
             const detail::JsonReader k = ks[j];
-            k.expect_object();
+            k.allow_only({"name", "grid", "block", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes",
+                          "duration_ns", "order"});
             ProfiledKernel pk;
             pk.shape.name = k.get<std::string>("name");
             if (pk.shape.name.empty()) k.at("name").fail("must not be empty");
@@ -225,7 +227,7 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
         }
         for (std::size_t j = 0; j < ts.size(); ++j) {
             const detail::JsonReader t = ts[j];
-            t.expect_object();
+            t.allow_only({"kind", "bytes", "duration_ns", "order"});
             ProfiledTransfer pt;
             const std::string kind = t.get<std::string>("kind");
             auto tk = transfer_kind_from_string(kind);
@@ -241,7 +243,7 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
     if (auto un = r.find("unattributed")) {
         for (std::size_t i = 0; i < un->size(); ++i) {
             const detail::JsonReader u = (*un)[i];
-            u.expect_object();
+            u.allow_only({"what", "name", "count", "total_ns"});
             UnattributedWork w;
             w.what = u.get<std::string>("what");
             w.name = u.get_or<std::string>("name", "");

@@ -53,7 +53,7 @@ inline Comparison compare_strategies(const OpGraph& graph, const DeviceSpec& dev
                                      const ComparisonOptions& options = {}) {
     Comparison c;
     c.mode = options.mode;
-    c.bound = lower_bound(dev, graph, costs);
+    c.bound = lower_bound(dev, graph, costs, options.sim.share_bandwidth);
     const Plan serial_plan = make_plan(graph, dev, costs, {"serial"});
     c.serial_eager_ns = simulate_plan(graph, serial_plan, dev, costs, sim::LaunchMode::eager, options.sim).makespan_ns;
     c.serial_graph_ns = simulate_plan(graph, serial_plan, dev, costs, sim::LaunchMode::graph, options.sim).makespan_ns;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "braid/graph/op_graph.hpp"
+#include "braid/model/batch_split.hpp"
 #include "braid/model/cost.hpp"
 #include "braid/scheduler/plan.hpp"
 #include "braid/scheduler/validate.hpp"

@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "braid/error.hpp"
 #include "braid/scheduler/compiled_plan.hpp"
 #include "braid/sim/program.hpp"
 
@@ -114,7 +116,13 @@ inline double fluid_makespan_ns(const CompiledPlan& plan, std::span<const FluidS
             }
         }
         const double next = std::min(next_start, next_finish);
-        if (next == inf) break;  // nothing can progress: a wait on a step that never finishes
+        if (next == inf) {
+            for (std::uint32_t q = 0; q < streams; ++q)
+                if (head[q] < queue[q].size())
+                    throw PlanError("fluid model: step " + std::to_string(queue[q][head[q]]) +
+                                    " can never start (it waits for a step that never finishes)");
+            break;
+        }
         for (std::uint32_t st = 0; st < streams; ++st) {
             if (rate[st] <= 0.0) continue;
             const std::uint32_t s = queue[st][head[st]];

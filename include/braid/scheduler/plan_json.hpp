@@ -16,6 +16,11 @@
 namespace braid {
 
 inline nlohmann::json to_json(const Plan& plan, const OpGraph& graph) {
+    for (std::size_t i = 0; i < plan.steps.size(); ++i)
+        if (plan.steps[i].op >= graph.op_count())
+            throw PlanError("cannot write the plan: step " + std::to_string(i) + " names op id " +
+                            std::to_string(plan.steps[i].op) + " but the graph has " +
+                            std::to_string(graph.op_count()) + " ops");
     nlohmann::json streams = nlohmann::json::array();
     for (int p : plan.stream_priorities) streams.push_back({{"priority", p}});
     nlohmann::json steps = nlohmann::json::array();
@@ -43,11 +48,13 @@ inline nlohmann::json to_json(const Plan& plan, const OpGraph& graph) {
     };
 }
 
-// Reads a plan for `graph`. Errors carry the JSON path ("$.steps[4].op").
-// The result still needs validate() for ordering and minimality.
-inline Plan plan_from_json(const nlohmann::json& json, const OpGraph& graph, const std::string& source = "$") {
-    detail::JsonReader r(json, source);
-    r.expect_object();
+// Reads a plan for `graph`. Errors carry the JSON path, after the name of
+// the document when given ("plan.json: $.steps[4].op"). The result still
+// needs validate() for ordering and minimality.
+inline Plan plan_from_json(const nlohmann::json& json, const OpGraph& graph, const std::string& source = "") {
+    detail::JsonReader r(json, source.empty() ? "$" : source + ": $");
+    r.allow_only({"format", "version", "strategy", "options", "device", "graph_fingerprint", "op_count", "streams",
+                  "steps", "waits"});
     if (r.get<std::string>("format") != "braid.plan")
         r.at("format").fail("expected \"braid.plan\", got \"" + r.get<std::string>("format") + "\"");
     const int version = r.get<int>("version");
@@ -71,11 +78,15 @@ inline Plan plan_from_json(const nlohmann::json& json, const OpGraph& graph, con
 
     auto streams = r.at("streams");
     if (streams.size() == 0) streams.fail("a plan needs at least one stream");
-    for (std::size_t i = 0; i < streams.size(); ++i) plan.stream_priorities.push_back(streams[i].get<int>("priority"));
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+        streams[i].allow_only({"priority"});
+        plan.stream_priorities.push_back(streams[i].get<int>("priority"));
+    }
 
     auto steps = r.at("steps");
     for (std::size_t i = 0; i < steps.size(); ++i) {
         auto st = steps[i];
+        st.allow_only({"op", "stream", "part", "parts"});
         PlanStep s;
         auto op = st.at("op");
         const std::string name = op.get<std::string>();
@@ -94,6 +105,7 @@ inline Plan plan_from_json(const nlohmann::json& json, const OpGraph& graph, con
     auto waits = r.at("waits");
     for (std::size_t i = 0; i < waits.size(); ++i) {
         auto w = waits[i];
+        w.allow_only({"step", "after"});
         PlanWait pw{w.get<std::uint32_t>("step"), w.get<std::uint32_t>("after")};
         if (pw.step >= plan.steps.size()) w.at("step").fail("no step " + std::to_string(pw.step));
         if (pw.after >= plan.steps.size()) w.at("after").fail("no step " + std::to_string(pw.after));
@@ -103,7 +115,7 @@ inline Plan plan_from_json(const nlohmann::json& json, const OpGraph& graph, con
 }
 
 inline Plan load_plan(const std::string& path, const OpGraph& graph) {
-    return plan_from_json(detail::load_json_file(path), graph, path);
+    return plan_from_json(detail::load_json_file(path), graph, path);  // errors: "path: $.field"
 }
 
 }  // namespace braid

@@ -32,9 +32,7 @@ inline const std::vector<std::string>& strategy_names() {
 
 inline Plan make_plan(const OpGraph& graph, const DeviceSpec& dev, std::span<const OpCost> costs,
                       const PlanOptions& options = {}) {
-    if (costs.size() != graph.op_count())
-        throw PlanError("got costs for " + std::to_string(costs.size()) + " ops, the graph has " +
-                        std::to_string(graph.op_count()));
+    require_costs_for<PlanError>(graph.op_count(), costs.size(), "make_plan");
     if (options.max_streams == 0) throw PlanError("max_streams must be at least 1");
     if (options.strategy == "serial") return strategy::serial(graph, dev.key);
     if (options.strategy == "nimble") return strategy::nimble(graph, dev.key);

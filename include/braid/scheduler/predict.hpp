@@ -33,7 +33,7 @@ inline Prediction predict(const OpGraph& graph, const Plan& plan, const DeviceSp
                           sim::LaunchMode mode, const sim::Params& params = {}) {
     Prediction p;
     p.result = simulate_plan(graph, plan, dev, costs, mode, params);
-    p.bound = lower_bound(dev, graph, costs);
+    p.bound = lower_bound(dev, graph, costs, params.share_bandwidth);
     p.predicted_ns = p.result.makespan_ns;
     p.lb_ratio = p.bound.bound_ns > 0.0 ? p.predicted_ns / p.bound.bound_ns : 0.0;
     return p;

@@ -8,6 +8,7 @@
 
 #include "braid/error.hpp"
 #include "braid/graph/op_graph.hpp"
+#include "braid/model/batch_split.hpp"
 #include "braid/model/cost.hpp"
 #include "braid/model/device_spec.hpp"
 #include "braid/scheduler/compiled_plan.hpp"
@@ -17,9 +18,7 @@ namespace braid {
 
 inline sim::Program to_sim_program(const CompiledPlan& plan, const OpGraph& graph, const DeviceSpec& dev,
                                    std::span<const OpCost> costs, sim::LaunchMode mode) {
-    if (costs.size() != graph.op_count())
-        throw PlanError("got costs for " + std::to_string(costs.size()) + " ops, the graph has " +
-                        std::to_string(graph.op_count()));
+    require_costs_for<PlanError>(graph.op_count(), costs.size(), "to_sim_program");
     sim::Program p;
     p.mode = mode;
     p.stream_priorities = plan.stream_priorities;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "braid/error.hpp"
 #include "braid/graph/op_graph.hpp"
 #include "braid/scheduler/plan.hpp"
 
@@ -23,6 +24,10 @@ struct StepIndex {
         std::vector<std::uint32_t> last(plan.stream_count(), no_step);
         for (std::uint32_t s = 0; s < plan.steps.size(); ++s) {
             const PlanStep& st = plan.steps[s];
+            if (st.op >= op_count || st.stream >= plan.stream_count())
+                throw PlanError("step " + std::to_string(s) + " names op " + std::to_string(st.op) + " on stream " +
+                                std::to_string(st.stream) + ", but the graph has " + std::to_string(op_count) +
+                                " ops and the plan " + std::to_string(plan.stream_count()) + " streams");
             steps_of_op[st.op].push_back(s);
             stream_prev[s] = last[st.stream];
             last[st.stream] = s;

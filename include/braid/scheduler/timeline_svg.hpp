@@ -131,7 +131,7 @@ inline std::string timeline_svg(const OpGraph& graph, const sim::Program& progra
     double step_us = std::pow(10.0, std::floor(std::log10(span_us / 10.0)));
     for (double m : {2.0, 5.0, 10.0})
         if (span_us / step_us > 12.0) step_us = std::pow(10.0, std::floor(std::log10(span_us / 10.0))) * m;
-    svg.precision(0);
+    svg.precision(step_us >= 1.0 ? 0 : step_us >= 0.1 ? 1 : 2);
     for (double t_us = 0.0; t_us <= span_us + 1e-9; t_us += step_us) {
         svg << "<line x1=\"" << x(t_us * 1e3) << "\" x2=\"" << x(t_us * 1e3) << "\" y1=\"" << top << "\" y2=\""
             << uy + util_h << "\" stroke=\"#dddddd\" stroke-width=\"0.5\"/>\n"

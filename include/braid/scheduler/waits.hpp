@@ -16,12 +16,6 @@
 
 namespace braid {
 
-// Replaces plan.waits. The issue order must be a topological order of the
-// steps (all parts of an op's predecessors issued before any of its parts);
-// validate() reports it otherwise. Steps are visited in issue order; for
-// each, the steps it needs are tried latest-issued first, and a wait is added
-// only for one not yet ordered before it, so no added wait is implied by the
-// stream order or by the others.
 // Each op's predecessors in the transitive reduction: ordering these orders
 // every edge, since every other edge follows from a chain of them.
 inline std::vector<std::vector<OpId>> reduced_predecessors(const OpGraph& graph) {
@@ -30,8 +24,6 @@ inline std::vector<std::vector<OpId>> reduced_predecessors(const OpGraph& graph)
     return preds;
 }
 
-// `preds` from reduced_predecessors(graph), for callers placing waits in
-// many plans of one graph.
 namespace detail {
 
 // What finishes before each step, as a vector clock: every stream's steps
@@ -40,11 +32,10 @@ namespace detail {
 // memory: used for plans with few streams.
 class StreamClocks {
 public:
-    StreamClocks(const Plan& plan, const StepIndex& index)
+    explicit StreamClocks(const Plan& plan)
         : streams_(plan.stream_count()), clock_(plan.steps.size() * streams_, 0), pos_(plan.steps.size(), 0) {
         std::vector<std::uint32_t> seen(streams_, 0);
         for (std::size_t s = 0; s < plan.steps.size(); ++s) pos_[s] = seen[plan.steps[s].stream]++;
-        (void)index;
     }
     // Starts step s's clock from its stream predecessor.
     void begin(const Plan& plan, std::uint32_t s, std::uint32_t prev) {
@@ -75,7 +66,7 @@ private:
 // with many streams (nimble's chains).
 class StepBits {
 public:
-    StepBits(const Plan& plan, const StepIndex&) : bits_(plan.steps.size(), plan.steps.size()) {}
+    explicit StepBits(const Plan& plan) : bits_(plan.steps.size(), plan.steps.size()) {}
     void begin(const Plan&, std::uint32_t s, std::uint32_t prev) {
         if (prev == no_step) return;
         bits_.set(s, prev);
@@ -93,7 +84,7 @@ private:
 
 template <class Order>
 void place_waits(Plan& plan, const OpGraph& graph, const std::vector<std::vector<OpId>>& preds, const StepIndex& index) {
-    Order order(plan, index);
+    Order order(plan);
     std::vector<std::uint32_t> needed;
     for (std::uint32_t s = 0; s < plan.steps.size(); ++s) {
         order.begin(plan, s, index.stream_prev[s]);
@@ -117,6 +108,14 @@ void place_waits(Plan& plan, const OpGraph& graph, const std::vector<std::vector
 
 }  // namespace detail
 
+// Replaces plan.waits. The issue order must be a topological order of the
+// steps (all parts of an op's predecessors issued before any of its parts);
+// a step issued before one it depends on is a PlanError. Steps are visited in
+// issue order; for each, the steps it needs are tried latest-issued first,
+// and a wait is added only for one not yet ordered before it, so no added
+// wait is implied by the stream order or by the others. `preds` comes from
+// reduced_predecessors(graph), for callers placing waits in many plans of
+// one graph.
 inline void assign_minimal_waits(Plan& plan, const OpGraph& graph, const std::vector<std::vector<OpId>>& preds) {
     StepIndex index(plan, graph.op_count());
     plan.waits.clear();
@@ -129,6 +128,7 @@ inline void assign_minimal_waits(Plan& plan, const OpGraph& graph, const std::ve
               [](const PlanWait& a, const PlanWait& b) { return std::pair(a.step, a.after) < std::pair(b.step, b.after); });
 }
 
+// The same, computing the reduced predecessors itself.
 inline void assign_minimal_waits(Plan& plan, const OpGraph& graph) {
     assign_minimal_waits(plan, graph, reduced_predecessors(graph));
 }

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "braid/graph/op_graph.hpp"
+#include "braid/model/batch_split.hpp"
 #include "braid/model/cost.hpp"
 #include "braid/model/device_spec.hpp"
 #include "braid/model/occupancy.hpp"
@@ -248,11 +249,11 @@ public:
                 return topo_pos[a.op] < topo_pos[b.op];
             });
         std::vector<int> priorities(streams, 0);
-        if (streams > 1 && !v.flat_priorities) {
+        if (streams > 1) {
             for (std::uint32_t s = 0; s < v.main_streams; ++s) priorities[s] = s == 0 ? -2 : -1;
             if (v.side_streams == 0) priorities[0] = -1, std::fill(priorities.begin() + 1, priorities.end(), 0);
         }
-        return assemble(graph_, "braid", {}, dev_.key, priorities, placed, &reduced_preds_);
+        return assemble(graph_, "braid", nlohmann::json::object(), dev_.key, priorities, placed, &reduced_preds_);
     }
 
     // Nimble's chains, with the chains that carry the critical path urgent.
@@ -302,8 +303,8 @@ inline std::vector<Variant> variants(std::uint32_t max_streams, bool any_side, b
                             if (splits && !any_splittable) continue;
                             if (k == 1 && (pin <= 1.0 || critical)) continue;  // one stream: nothing to arrange
                             if (critical && k - side < 2) continue;
+                            // Equal-priority twins are made by braid_plan from the same placement.
                             out.push_back(Variant{k - side, side, pin, rank_order, splits, critical, false});
-                            if (k > 1) out.push_back(Variant{k - side, side, pin, rank_order, splits, critical, true});
                         }
     }
     return out;
@@ -313,6 +314,7 @@ inline std::vector<Variant> variants(std::uint32_t max_streams, bool any_side, b
 
 inline BraidResult braid_plan(const OpGraph& graph, const DeviceSpec& dev, std::span<const OpCost> costs,
                               const BraidOptions& options = {}) {
+    require_costs_for<PlanError>(graph.op_count(), costs.size(), "braid");
     using detail_braid::Variant;
     detail_braid::Planner planner(graph, dev, costs, options);
 
@@ -332,7 +334,6 @@ inline BraidResult braid_plan(const OpGraph& graph, const DeviceSpec& dev, std::
 
     std::vector<Candidate> own;
     for (const Variant& v : detail_braid::variants(options.max_streams, planner.any_side(), planner.any_splittable())) {
-        if (v.flat_priorities) continue;  // made below from the same placement
         Candidate c{planner.schedule(v), v.describe(), v.to_json(), 0.0};
         c.fluid_ns = planner.fluid_ns(c.plan);
         if (v.streams() > 1) {

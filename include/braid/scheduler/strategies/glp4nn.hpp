@@ -40,6 +40,7 @@ inline std::uint32_t glp4nn_streams(const DeviceSpec& dev, const Op& op, const O
 
 inline Plan glp4nn(const OpGraph& graph, const DeviceSpec& dev, std::span<const OpCost> costs,
                    std::uint32_t max_streams, std::string device = {}) {
+    require_costs_for<PlanError>(graph.op_count(), costs.size(), "glp4nn");
     std::vector<Placement> order;
     order.reserve(graph.op_count());
     std::uint32_t streams = 1;
