@@ -18,7 +18,7 @@ namespace braid {
 
 struct ComparisonOptions {
     std::vector<std::string> strategies = strategy_names();
-    std::uint32_t max_streams = 8;
+    std::uint32_t max_streams = 16;
     sim::LaunchMode mode = sim::LaunchMode::graph;  // how every plan is run
     sim::Params sim;
 };

@@ -20,7 +20,7 @@ namespace braid {
 
 struct PlanOptions {
     std::string strategy = "braid";
-    std::uint32_t max_streams = 8;                  // glp4nn and braid; nimble takes as many as the graph is wide
+    std::uint32_t max_streams = 16;                  // glp4nn and braid; nimble takes as many as the graph is wide
     sim::LaunchMode mode = sim::LaunchMode::eager;  // what braid tunes for
     sim::Params sim;                                // the simulator braid tunes on
 };
