@@ -47,7 +47,7 @@ TEST_CASE("braid's plan is valid, never slower than any baseline, and never belo
     }
 }
 
-TEST_CASE("braid beats serial on a training step and uses side streams with lower priority") {
+TEST_CASE("braid beats serial on a training step, using more than one stream") {
     const DeviceSpec& dev = find_device("h200");
     TestGraph t = braid::testing::training_dag(21, 16, 4, "training16");
     PlanOptions opt;
