@@ -34,7 +34,7 @@ struct Options {
     std::string device;
     std::string device_json;
     std::string strategy = "braid";
-    std::uint32_t max_streams = 8;
+    std::uint32_t max_streams = 16;
     std::string mode = "graph";
     std::string out_dir = "braid-plan-out";
     std::string plan_file, trace_file, svg_file;
