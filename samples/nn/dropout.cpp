@@ -7,7 +7,7 @@
 
 namespace braid::samples {
 
-Dropout::Dropout(Shape4 input, DropoutConfig cfg) : config(cfg), in(input) {
+Dropout::Dropout(Shape4 input, DropoutConfig cfg) : PerImageUnaryLayer{input}, config(cfg) {
     if (!(cfg.ratio >= 0.0f && cfg.ratio < 1.0f))
         throw ShapeError("dropout: ratio must be in [0, 1), got " + std::to_string(cfg.ratio));
     if (in.elements() == 0) throw ShapeError("dropout: empty input " + to_string(in));

@@ -24,19 +24,12 @@ struct DropoutKey {
     std::uint64_t iteration = 0;
 };
 
-struct Dropout {
+struct Dropout : PerImageUnaryLayer {
     DropoutConfig config;
-    Shape4 in;
 
     Dropout(Shape4 input, DropoutConfig cfg);
 
     LayerKind kind() const noexcept { return LayerKind::dropout; }
-    std::vector<Shape4> inputs() const { return {in}; }
-    Shape4 output() const noexcept { return in; }
-    std::vector<ParamSpec> parameters() const { return {}; }
-    std::vector<AuxBufferSpec> aux_buffers() const { return {}; }
-    bool has_pass(Pass p) const noexcept { return p == Pass::forward || p == Pass::backward_data; }
-    bool splittable(Pass p) const noexcept { return has_pass(p); }
     PassWork work(Pass p) const;
     std::vector<braid::KernelEstimate> kernels(Pass p, const EstimateOptions& options) const;
 

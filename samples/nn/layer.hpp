@@ -137,6 +137,20 @@ struct AuxBufferSpec {
     std::uint64_t elements() const noexcept { return shape.elements(); }
 };
 
+// What layers that map one tensor to one of the same shape, image by image
+// and without parameters, have in common (ReLU, LRN, dropout): a forward
+// and a backward-data pass, both splittable over the batch.
+struct PerImageUnaryLayer {
+    Shape4 in;
+
+    std::vector<Shape4> inputs() const { return {in}; }
+    Shape4 output() const noexcept { return in; }
+    std::vector<ParamSpec> parameters() const { return {}; }
+    std::vector<AuxBufferSpec> aux_buffers() const { return {}; }
+    bool has_pass(Pass p) const noexcept { return p == Pass::forward || p == Pass::backward_data; }
+    bool splittable(Pass p) const noexcept { return has_pass(p); }
+};
+
 // Choices the launch-shape estimates depend on.
 struct EstimateOptions {
     // cuDNN and cuBLAS run FP32 convolutions and GEMMs on TF32 tensor cores

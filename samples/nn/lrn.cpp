@@ -7,7 +7,7 @@
 
 namespace braid::samples {
 
-Lrn::Lrn(Shape4 input, LrnConfig cfg) : config(cfg), in(input) {
+Lrn::Lrn(Shape4 input, LrnConfig cfg) : PerImageUnaryLayer{input}, config(cfg) {
     if (in.elements() == 0) throw ShapeError("lrn: empty input " + to_string(in));
     if (cfg.size == 0 || cfg.size % 2 == 0) throw ShapeError("lrn: size must be odd, got " + std::to_string(cfg.size));
     if (!(cfg.k > 0.0f)) throw ShapeError("lrn: k must be > 0");

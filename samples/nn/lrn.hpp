@@ -19,19 +19,12 @@ struct LrnConfig {
     float k = 1.0f;
 };
 
-struct Lrn {
+struct Lrn : PerImageUnaryLayer {
     LrnConfig config;
-    Shape4 in;
 
     Lrn(Shape4 input, LrnConfig cfg);
 
     LayerKind kind() const noexcept { return LayerKind::lrn; }
-    std::vector<Shape4> inputs() const { return {in}; }
-    Shape4 output() const noexcept { return in; }
-    std::vector<ParamSpec> parameters() const { return {}; }
-    std::vector<AuxBufferSpec> aux_buffers() const { return {}; }
-    bool has_pass(Pass p) const noexcept { return p == Pass::forward || p == Pass::backward_data; }
-    bool splittable(Pass p) const noexcept { return has_pass(p); }
     PassWork work(Pass p) const;
     std::vector<braid::KernelEstimate> kernels(Pass p, const EstimateOptions& options) const;
 };

@@ -4,7 +4,7 @@
 
 namespace braid::samples {
 
-Relu::Relu(Shape4 input) : in(input) {
+Relu::Relu(Shape4 input) : PerImageUnaryLayer{input} {
     if (in.elements() == 0) throw ShapeError("relu: empty input " + to_string(in));
 }
 
