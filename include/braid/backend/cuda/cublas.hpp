@@ -3,7 +3,6 @@
 
 #include <cublas_v2.h>
 
-#include <cstdio>
 #include <source_location>
 #include <string>
 
@@ -12,19 +11,17 @@
 
 namespace braid::cuda {
 
-inline std::string describe(cublasStatus_t status, const char* api, const std::source_location& where) {
-    return std::string(api) + " failed: " + cublasGetStatusName(status) + " (" + cublasGetStatusString(status) +
-           ") at " + where.file_name() + ":" + std::to_string(where.line());
+inline std::string status_text(cublasStatus_t status) {
+    return std::string(cublasGetStatusName(status)) + " (" + cublasGetStatusString(status) + ")";
 }
 
 inline void check(cublasStatus_t status, const char* api, std::source_location where = std::source_location::current()) {
-    if (status != CUBLAS_STATUS_SUCCESS)
-        throw LibraryError(api, static_cast<int>(status), describe(status, api, where));
+    if (status != CUBLAS_STATUS_SUCCESS) throw_library_error(static_cast<int>(status), api, status_text(status), where);
 }
 
 inline void check_noexcept(cublasStatus_t status, const char* api,
                            std::source_location where = std::source_location::current()) noexcept {
-    if (status != CUBLAS_STATUS_SUCCESS) std::fprintf(stderr, "braid: %s\n", describe(status, api, where).c_str());
+    if (status != CUBLAS_STATUS_SUCCESS) report_library_error(api, status_text(status), where);
 }
 
 namespace detail {

@@ -40,9 +40,22 @@ private:
     int status_;
 };
 
+// "api failed: what at file:line", the message of every CUDA and library error.
+inline std::string failure_message(const char* api, const std::string& what, const std::source_location& where) {
+    return std::string(api) + " failed: " + what + " at " + where.file_name() + ":" + std::to_string(where.line());
+}
+
+// The error policies for libraries whose calls return a status (cuBLAS,
+// cuDNN): throw, or report on stderr for destructors.
+inline void throw_library_error(int status, const char* api, const std::string& what, const std::source_location& where) {
+    throw LibraryError(api, status, failure_message(api, what, where));
+}
+inline void report_library_error(const char* api, const std::string& what, const std::source_location& where) noexcept {
+    std::fprintf(stderr, "braid: %s\n", failure_message(api, what, where).c_str());
+}
+
 inline std::string describe(cudaError_t code, const char* api, const std::source_location& where) {
-    return std::string(api) + " failed: " + cudaGetErrorName(code) + " (" + cudaGetErrorString(code) + ") at " +
-           where.file_name() + ":" + std::to_string(where.line());
+    return failure_message(api, std::string(cudaGetErrorName(code)) + " (" + cudaGetErrorString(code) + ")", where);
 }
 
 inline void check(cudaError_t code, const char* api, std::source_location where = std::source_location::current()) {
