@@ -139,7 +139,7 @@ int run(const Options& o) {
     // The chosen plan's predicted timeline.
     const braid::CompiledPlan compiled = braid::compile(chosen.plan, g);
     const braid::sim::Program program = braid::to_sim_program(compiled, g, p.device, p.costs, co.mode);
-    const braid::sim::Result result = braid::sim::simulate(p.device, program, co.sim);
+    const braid::sim::Result& result = chosen.result;  // simulated by compare_strategies
     const std::set<braid::OpId> critical(cmp.bound.critical_ops.begin(), cmp.bound.critical_ops.end());
 
     const std::string plan_path = o.plan_file.empty() ? o.out_dir + "/plan.json" : o.plan_file;

@@ -33,6 +33,7 @@ struct StrategyRow {
     std::size_t waits = 0;
     double lb_ratio = 0.0;                  // predicted / lower bound
     double mean_busy_sm_fraction = 0.0;
+    sim::Result result;                     // the predicted timeline
 };
 
 struct Comparison {
@@ -55,18 +56,26 @@ inline Comparison compare_strategies(const OpGraph& graph, const DeviceSpec& dev
     c.mode = options.mode;
     c.bound = lower_bound(dev, graph, costs, options.sim.share_bandwidth);
     const Plan serial_plan = make_plan(graph, dev, costs, {"serial"});
-    c.serial_eager_ns = simulate_plan(graph, serial_plan, dev, costs, sim::LaunchMode::eager, options.sim).makespan_ns;
-    c.serial_graph_ns = simulate_plan(graph, serial_plan, dev, costs, sim::LaunchMode::graph, options.sim).makespan_ns;
+    sim::Result serial_eager = simulate_plan(graph, serial_plan, dev, costs, sim::LaunchMode::eager, options.sim);
+    sim::Result serial_graph = simulate_plan(graph, serial_plan, dev, costs, sim::LaunchMode::graph, options.sim);
+    c.serial_eager_ns = serial_eager.makespan_ns;
+    c.serial_graph_ns = serial_graph.makespan_ns;
     for (const std::string& name : options.strategies) {
-        PlanOptions po;
-        po.strategy = name;
-        po.max_streams = options.max_streams;
-        po.mode = options.mode;
-        po.sim = options.sim;
         StrategyRow r;
         r.name = name;
-        r.plan = make_plan(graph, dev, costs, po);
-        const sim::Result res = simulate_plan(graph, r.plan, dev, costs, options.mode, options.sim);
+        if (name == "serial") {  // planned and simulated above
+            r.plan = serial_plan;
+            r.result = options.mode == sim::LaunchMode::graph ? serial_graph : serial_eager;
+        } else {
+            PlanOptions po;
+            po.strategy = name;
+            po.max_streams = options.max_streams;
+            po.mode = options.mode;
+            po.sim = options.sim;
+            r.plan = make_plan(graph, dev, costs, po);
+            r.result = simulate_plan(graph, r.plan, dev, costs, options.mode, options.sim);
+        }
+        const sim::Result& res = r.result;
         r.predicted_ns = res.makespan_ns;
         r.speedup_vs_serial = c.serial_eager_ns / r.predicted_ns;
         r.speedup_vs_serial_graph = c.serial_graph_ns / r.predicted_ns;
