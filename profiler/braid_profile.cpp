@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "braid/scheduler/planner.hpp"
+#include "braid/planner/make_plan.hpp"
 #include "profile_tool.hpp"
 
 namespace {

@@ -13,19 +13,19 @@
 
 // device.hpp before cuda.hpp: device.hpp's unqualified detail::lowercase_alnum
 // does not compile once braid::cuda::detail exists (resources.hpp).
-#include "braid/backend/cuda/device.hpp"
-#include "braid/backend/cuda.hpp"
-#include "braid/backend/cuda/error.hpp"
 #include "braid/config.hpp"
+#include "braid/cuda/backend.hpp"
+#include "braid/cuda/device.hpp"
+#include "braid/cuda/error.hpp"
+#include "braid/exec/executor.hpp"
 #include "braid/model/occupancy.hpp"
+#include "braid/plan/plan_json.hpp"
+#include "braid/planner/make_plan.hpp"
+#include "braid/planner/predict.hpp"
+#include "braid/planner/strategies/serial.hpp"
 #include "braid/profiler/costs.hpp"
-#include "braid/profiler/cuda_profile.hpp"
+#include "braid/profiler/cuda/profile_on_cuda.hpp"
 #include "braid/profiler/profile_json.hpp"
-#include "braid/scheduler/executor.hpp"
-#include "braid/scheduler/plan_json.hpp"
-#include "braid/scheduler/planner.hpp"
-#include "braid/scheduler/predict.hpp"
-#include "braid/scheduler/strategies/serial.hpp"
 #include "demo/demo_network.hpp"
 
 namespace braid::tool {

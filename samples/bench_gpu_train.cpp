@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "braid/backend/cuda/device.hpp"
+#include "braid/cuda/device.hpp"
 #include "braid/model/device_table.hpp"
 #include "braid/model/estimate.hpp"
-#include "braid/scheduler/planner.hpp"
-#include "braid/scheduler/strategies/serial.hpp"
+#include "braid/planner/make_plan.hpp"
+#include "braid/planner/strategies/serial.hpp"
 #include "cuda/cuda_model.hpp"
 #include "cuda/cuda_trainer.hpp"
 #include "train/training_graph.hpp"

@@ -20,13 +20,13 @@
 #include <string>
 #include <vector>
 
-#include "braid/backend/host.hpp"
 #include "braid/error.hpp"
+#include "braid/exec/executor.hpp"
+#include "braid/exec/host.hpp"
 #include "braid/model/device_table.hpp"
 #include "braid/model/estimate.hpp"
-#include "braid/scheduler/executor.hpp"
-#include "braid/scheduler/plan_json.hpp"
-#include "braid/scheduler/planner.hpp"
+#include "braid/plan/plan_json.hpp"
+#include "braid/planner/make_plan.hpp"
 #include "nets/zoo.hpp"
 #include "train/host_model.hpp"
 #include "train/summary.hpp"

@@ -17,7 +17,7 @@
 #else
 #define BRAID_HAS_OCCUPANCY_HEADER 0
 #endif
-// The CUDA runtime API: only the opt-in backend/cuda headers use it.
+// The CUDA runtime API: only the opt-in headers under braid/cuda and braid/profiler/cuda use it.
 #if __has_include(<cuda_runtime_api.h>)
 #define BRAID_HAS_CUDA_RUNTIME 1
 #else

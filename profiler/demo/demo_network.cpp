@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "braid/backend/cuda/error.hpp"
+#include "braid/cuda/error.hpp"
 #include "demo_kernels.h"
 
 namespace braid::demo {

@@ -19,10 +19,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "braid/backend/cuda/resources.hpp"
+#include "braid/cuda/resources.hpp"
+#include "braid/exec/op_context.hpp"
 #include "braid/graph/op_graph.hpp"
 #include "braid/profiler/profile.hpp"
-#include "braid/scheduler/op_context.hpp"
 
 namespace braid::demo {
 

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "braid/backend/cuda/cudnn.hpp"
+#include "braid/cuda/cudnn.hpp"
 #include "braid/error.hpp"
 
 namespace braid::samples::cuda {

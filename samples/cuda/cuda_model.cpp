@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "braid/backend/cuda/error.hpp"
+#include "braid/cuda/error.hpp"
 #include "train/initial_values.hpp"
 
 namespace braid::samples {

@@ -23,8 +23,8 @@
 #include <utility>
 #include <vector>
 
-#include "braid/backend/cuda.hpp"
-#include "braid/scheduler/plan.hpp"
+#include "braid/cuda/backend.hpp"
+#include "braid/plan/plan.hpp"
 #include "cuda/layers.hpp"
 #include "train/host_model.hpp"
 #include "train/split_granule.hpp"

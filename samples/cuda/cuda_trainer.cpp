@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "braid/backend/cuda.hpp"
-#include "braid/scheduler/executor.hpp"
-#include "braid/scheduler/strategies/serial.hpp"
+#include "braid/cuda/backend.hpp"
+#include "braid/exec/executor.hpp"
+#include "braid/planner/strategies/serial.hpp"
 #include "cuda/cuda_model.hpp"
 
 namespace braid::samples {

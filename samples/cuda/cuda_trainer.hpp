@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "braid/scheduler/plan.hpp"
+#include "braid/plan/plan.hpp"
 #include "train/training_graph.hpp"
 #include "train/weights.hpp"
 

@@ -9,8 +9,8 @@
 #include <limits>
 #include <string>
 
-#include "braid/backend/cuda/cudnn.hpp"
-#include "braid/backend/cuda/handle.hpp"
+#include "braid/cuda/cudnn.hpp"
+#include "braid/cuda/handle.hpp"
 #include "nn/tensor.hpp"
 
 namespace braid::samples::cuda {

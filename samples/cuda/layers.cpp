@@ -4,9 +4,9 @@
 #include <limits>
 #include <sstream>
 
-#include "braid/backend/cuda/cublas.hpp"
-#include "braid/backend/cuda/cudnn.hpp"
-#include "braid/backend/cuda/error.hpp"
+#include "braid/cuda/cublas.hpp"
+#include "braid/cuda/cudnn.hpp"
+#include "braid/cuda/error.hpp"
 
 namespace braid::samples::cuda {
 

@@ -33,7 +33,7 @@
 #include <string>
 #include <tuple>
 
-#include "braid/backend/cuda.hpp"
+#include "braid/cuda/backend.hpp"
 #include "cuda/algorithms.hpp"
 #include "cuda/cudnn_objects.hpp"
 #include "cuda/kernels.h"

@@ -8,8 +8,8 @@
 #include <functional>
 #include <span>
 
+#include "braid/exec/op_context.hpp"
 #include "braid/graph/op_graph.hpp"
-#include "braid/scheduler/op_context.hpp"
 
 namespace braid::samples {
 

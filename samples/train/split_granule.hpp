@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "braid/graph/op_graph.hpp"
-#include "braid/scheduler/plan.hpp"
+#include "braid/plan/plan.hpp"
 
 namespace braid::samples {
 

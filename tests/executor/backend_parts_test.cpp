@@ -6,11 +6,11 @@
 
 #include <vector>
 
-#include "braid/backend/cuda/handle.hpp"
-#include "braid/backend/host.hpp"
-#include "braid/backend/sim.hpp"
-#include "braid/backend/stream_priorities.hpp"
-#include "braid/scheduler/executor.hpp"
+#include "braid/cuda/handle.hpp"
+#include "braid/exec/executor.hpp"
+#include "braid/exec/host.hpp"
+#include "braid/exec/sim.hpp"
+#include "braid/exec/stream_priorities.hpp"
 
 static_assert(braid::ExecutionBackend<braid::HostBackend>);
 static_assert(braid::ExecutionBackend<braid::SimBackend>);

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "braid/graph/op_graph.hpp"
-#include "braid/scheduler/plan.hpp"
-#include "braid/scheduler/waits.hpp"
+#include "braid/plan/plan.hpp"
+#include "braid/plan/waits.hpp"
 
 namespace braid::testing {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "braid/backend/cuda.hpp"
+#include "braid/cuda/backend.hpp"
 #include "dispatch_graph.hpp"
 #include "executor_kernels.h"
 

@@ -1,6 +1,6 @@
 // A second translation unit of test-gpu-executor that includes the CUDA
 // backend: the header-only backend links twice without ODR trouble.
-#include "braid/backend/cuda.hpp"
+#include "braid/cuda/backend.hpp"
 
 static_assert(braid::ExecutionBackend<braid::CudaBackend>);
 

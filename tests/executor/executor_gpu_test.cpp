@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "braid/backend/cuda.hpp"
+#include "braid/cuda/backend.hpp"
 #include "executor_kernels.h"
 #include "random_case.hpp"
 

@@ -16,11 +16,11 @@
 #include <thread>
 #include <vector>
 
-#include "braid/backend/host.hpp"
+#include "braid/exec/executor.hpp"
+#include "braid/exec/host.hpp"
 #include "braid/model/device_table.hpp"
-#include "braid/scheduler/executor.hpp"
-#include "braid/scheduler/planner.hpp"
-#include "braid/scheduler/validate.hpp"
+#include "braid/plan/validate.hpp"
+#include "braid/planner/make_plan.hpp"
 #include "random_case.hpp"
 
 using namespace braid;

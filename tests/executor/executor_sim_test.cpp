@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "braid/backend/sim.hpp"
+#include "braid/exec/executor.hpp"
+#include "braid/exec/sim.hpp"
 #include "braid/model/device_table.hpp"
-#include "braid/scheduler/executor.hpp"
-#include "braid/scheduler/sim_program.hpp"
-#include "braid/scheduler/waits.hpp"
+#include "braid/plan/sim_program.hpp"
+#include "braid/plan/waits.hpp"
 #include "random_case.hpp"
 
 using namespace braid;

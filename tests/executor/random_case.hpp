@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "braid/graph/op_graph.hpp"
-#include "braid/scheduler/plan.hpp"
-#include "braid/scheduler/waits.hpp"
+#include "braid/plan/plan.hpp"
+#include "braid/plan/waits.hpp"
 #include "hash_op.h"
 
 namespace braid::testing {

@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "braid/backend/cuda/error.hpp"
+#include "braid/cuda/error.hpp"
 
 int main(int argc, char** argv) {
     const std::string reason = braid::cuda::no_device_reason();

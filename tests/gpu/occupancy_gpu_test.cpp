@@ -4,8 +4,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "braid/backend/cuda/device.hpp"
-#include "braid/backend/cuda/error.hpp"
+#include "braid/cuda/device.hpp"
+#include "braid/cuda/error.hpp"
 #include "braid/model/occupancy.hpp"
 #include "occupancy_kernels.h"
 

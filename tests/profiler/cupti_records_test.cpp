@@ -7,8 +7,8 @@
 #include <cstring>
 #include <string>
 
-#include "braid/backend/cuda/error.hpp"
-#include "braid/profiler/cupti.hpp"
+#include "braid/cuda/error.hpp"
+#include "braid/profiler/cuda/cupti.hpp"
 
 using namespace braid;
 using namespace braid::profiler;

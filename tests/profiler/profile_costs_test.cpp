@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "braid/model/device_table.hpp"
 #include "braid/graph/graph_json.hpp"
+#include "braid/model/device_table.hpp"
+#include "braid/planner/make_plan.hpp"
 #include "braid/profiler/costs.hpp"
-#include "braid/scheduler/planner.hpp"
 #include "profiler_fixtures.hpp"
 
 using namespace braid;

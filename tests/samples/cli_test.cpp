@@ -15,8 +15,8 @@
 #include <string>
 
 #include "braid/model/device_table.hpp"
-#include "braid/scheduler/plan_json.hpp"
-#include "braid/scheduler/planner.hpp"
+#include "braid/plan/plan_json.hpp"
+#include "braid/planner/make_plan.hpp"
 #include "train/training_graph.hpp"
 
 #ifdef BRAID_TRAIN_PATH

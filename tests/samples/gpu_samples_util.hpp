@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "braid/backend/cuda.hpp"
+#include "braid/cuda/backend.hpp"
 #include "nn/tensor.hpp"
 
 namespace gpu_test {

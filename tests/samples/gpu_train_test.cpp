@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "braid/exec/executor.hpp"
 #include "braid/model/device_table.hpp"
 #include "braid/model/estimate.hpp"
-#include "braid/scheduler/executor.hpp"
-#include "braid/scheduler/planner.hpp"
-#include "braid/scheduler/strategies/assemble.hpp"
-#include "braid/scheduler/strategies/serial.hpp"
+#include "braid/planner/make_plan.hpp"
+#include "braid/planner/strategies/assemble.hpp"
+#include "braid/planner/strategies/serial.hpp"
 #include "cuda/cuda_model.hpp"
 #include "cuda/cuda_trainer.hpp"
 #include "train/host_model.hpp"

@@ -8,11 +8,11 @@
 #include <cmath>
 #include <set>
 
-#include "braid/backend/host.hpp"
+#include "braid/exec/executor.hpp"
+#include "braid/exec/host.hpp"
 #include "braid/model/device_table.hpp"
 #include "braid/model/estimate.hpp"
-#include "braid/scheduler/executor.hpp"
-#include "braid/scheduler/planner.hpp"
+#include "braid/planner/make_plan.hpp"
 #include "nn/gradient_sum.hpp"
 #include "samples_test_util.hpp"
 #include "train/host_model.hpp"

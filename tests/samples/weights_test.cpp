@@ -9,9 +9,9 @@
 
 #include "braid/model/device_table.hpp"
 #include "braid/model/estimate.hpp"
-#include "braid/scheduler/planner.hpp"
-#include "braid/scheduler/strategies/assemble.hpp"
-#include "braid/scheduler/strategies/serial.hpp"
+#include "braid/planner/make_plan.hpp"
+#include "braid/planner/strategies/assemble.hpp"
+#include "braid/planner/strategies/serial.hpp"
 #include "samples_test_util.hpp"
 #include "train/host_model.hpp"
 #include "train/initial_values.hpp"

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "braid/scheduler/compiled_plan.hpp"
-#include "braid/scheduler/plan_json.hpp"
-#include "braid/scheduler/strategies/glp4nn.hpp"
-#include "braid/scheduler/strategies/nimble.hpp"
-#include "braid/scheduler/strategies/serial.hpp"
-#include "braid/scheduler/validate.hpp"
+#include "braid/plan/compiled_plan.hpp"
+#include "braid/plan/plan_json.hpp"
+#include "braid/plan/validate.hpp"
+#include "braid/planner/strategies/glp4nn.hpp"
+#include "braid/planner/strategies/nimble.hpp"
+#include "braid/planner/strategies/serial.hpp"
 #include "test_graphs.hpp"
 
 #include "error_of.hpp"

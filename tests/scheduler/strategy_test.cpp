@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "braid/scheduler/fluid_model.hpp"
-#include "braid/scheduler/planner.hpp"
-#include "braid/scheduler/predict.hpp"
-#include "braid/scheduler/validate.hpp"
+#include "braid/plan/validate.hpp"
+#include "braid/planner/fluid_model.hpp"
+#include "braid/planner/make_plan.hpp"
+#include "braid/planner/predict.hpp"
 #include "test_graphs.hpp"
 
 #include "error_of.hpp"

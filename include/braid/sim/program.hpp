@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "braid/backend/launch_mode.hpp"
 #include "braid/model/cost.hpp"
 #include "braid/model/kernel.hpp"
+#include "braid/sim/launch_mode.hpp"
 
 namespace braid::sim {
 

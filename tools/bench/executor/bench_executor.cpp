@@ -11,8 +11,8 @@
 
 #include <benchmark/benchmark.h>
 
-#include "braid/backend/host.hpp"
-#include "braid/scheduler/executor.hpp"
+#include "braid/exec/executor.hpp"
+#include "braid/exec/host.hpp"
 #include "dispatch_graph.hpp"
 #include "key_reporter.hpp"
 

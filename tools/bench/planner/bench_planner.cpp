@@ -8,7 +8,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "braid/scheduler/planner.hpp"
+#include "braid/planner/make_plan.hpp"
 #include "key_reporter.hpp"
 #include "test_graphs.hpp"
 

@@ -1,0 +1,121 @@
+// Plan <-> JSON ("braid.plan", version 1; schema in docs/formats.md). Ops are
+// named, not numbered, so a plan file can be read and edited by people;
+// loading resolves the names against the graph and checks the fingerprint
+// first, so a plan for another graph is rejected with a message that says so.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "braid/detail/json_reader.hpp"
+#include "braid/error.hpp"
+#include "braid/graph/op_graph.hpp"
+#include "braid/plan/plan.hpp"
+
+namespace braid {
+
+inline nlohmann::json to_json(const Plan& plan, const OpGraph& graph) {
+    for (std::size_t i = 0; i < plan.steps.size(); ++i)
+        if (plan.steps[i].op >= graph.op_count())
+            throw PlanError("cannot write the plan: step " + std::to_string(i) + " names op id " +
+                            std::to_string(plan.steps[i].op) + " but the graph has " +
+                            std::to_string(graph.op_count()) + " ops");
+    nlohmann::json streams = nlohmann::json::array();
+    for (int p : plan.stream_priorities) streams.push_back({{"priority", p}});
+    nlohmann::json steps = nlohmann::json::array();
+    for (const PlanStep& s : plan.steps) {
+        nlohmann::json j{{"op", graph.op(s.op).name}, {"stream", s.stream}};
+        if (s.parts > 1) {
+            j["part"] = s.part;
+            j["parts"] = s.parts;
+        }
+        steps.push_back(std::move(j));
+    }
+    nlohmann::json waits = nlohmann::json::array();
+    for (const PlanWait& w : plan.waits) waits.push_back({{"step", w.step}, {"after", w.after}});
+    return nlohmann::json{
+        {"format", "braid.plan"},
+        {"version", Plan::format_version},
+        {"strategy", plan.strategy},
+        {"options", plan.options},
+        {"device", plan.device},
+        {"graph_fingerprint", plan.graph_fingerprint},
+        {"op_count", graph.op_count()},
+        {"streams", std::move(streams)},
+        {"steps", std::move(steps)},
+        {"waits", std::move(waits)},
+    };
+}
+
+// Reads a plan for `graph`. Errors carry the JSON path, after the name of
+// the document when given ("plan.json: $.steps[4].op"). The result still
+// needs validate() for ordering and minimality.
+inline Plan plan_from_json(const nlohmann::json& json, const OpGraph& graph, const std::string& source = "") {
+    detail::JsonReader r(json, source.empty() ? "$" : source + ": $");
+    r.allow_only({"format", "version", "strategy", "options", "device", "graph_fingerprint", "op_count", "streams",
+                  "steps", "waits"});
+    if (r.get<std::string>("format") != "braid.plan")
+        r.at("format").fail("expected \"braid.plan\", got \"" + r.get<std::string>("format") + "\"");
+    const int version = r.get<int>("version");
+    if (version != Plan::format_version)
+        r.at("version").fail("this braid reads plan version " + std::to_string(Plan::format_version) + ", not " +
+                              std::to_string(version));
+    Plan plan;
+    plan.graph_fingerprint = r.get<std::string>("graph_fingerprint");
+    if (plan.graph_fingerprint != graph.fingerprint()) {
+        std::string ops = r.has("op_count") ? std::to_string(r.get<std::uint64_t>("op_count")) + " ops" : "another graph";
+        r.at("graph_fingerprint")
+            .fail("this plan was made for graph " + plan.graph_fingerprint + " (" + ops + "), not for this graph " +
+                  graph.fingerprint() + " (" + std::to_string(graph.op_count()) + " ops): make a new plan for it");
+    }
+    plan.strategy = r.get<std::string>("strategy");
+    if (auto o = r.find("options")) {
+        o->expect_object();
+        plan.options = o->json();
+    }
+    plan.device = r.get_or<std::string>("device", "");
+
+    auto streams = r.at("streams");
+    if (streams.size() == 0) streams.fail("a plan needs at least one stream");
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+        streams[i].allow_only({"priority"});
+        plan.stream_priorities.push_back(streams[i].get<int>("priority"));
+    }
+
+    auto steps = r.at("steps");
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        auto st = steps[i];
+        st.allow_only({"op", "stream", "part", "parts"});
+        PlanStep s;
+        auto op = st.at("op");
+        const std::string name = op.get<std::string>();
+        if (!graph.has_op(name)) op.fail("no op named '" + name + "' in the graph");
+        s.op = graph.op_id(name);
+        s.stream = st.get<std::uint32_t>("stream");
+        if (s.stream >= plan.stream_count())
+            st.at("stream").fail("stream " + std::to_string(s.stream) + " does not exist (the plan has " +
+                                 std::to_string(plan.stream_count()) + ")");
+        s.parts = st.get_or<std::uint32_t>("parts", 1);
+        s.part = st.get_or<std::uint32_t>("part", 0);
+        if (s.parts == 0) st.at("parts").fail("must be >= 1");
+        if (s.part >= s.parts) st.at("part").fail("must be < parts (" + std::to_string(s.parts) + ")");
+        plan.steps.push_back(s);
+    }
+    auto waits = r.at("waits");
+    for (std::size_t i = 0; i < waits.size(); ++i) {
+        auto w = waits[i];
+        w.allow_only({"step", "after"});
+        PlanWait pw{w.get<std::uint32_t>("step"), w.get<std::uint32_t>("after")};
+        if (pw.step >= plan.steps.size()) w.at("step").fail("no step " + std::to_string(pw.step));
+        if (pw.after >= plan.steps.size()) w.at("after").fail("no step " + std::to_string(pw.after));
+        plan.waits.push_back(pw);
+    }
+    return plan;
+}
+
+inline Plan load_plan(const std::string& path, const OpGraph& graph) {
+    return plan_from_json(detail::load_json_file(path), graph, path);  // errors: "path: $.field"
+}
+
+}  // namespace braid

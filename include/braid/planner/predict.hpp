@@ -1,0 +1,42 @@
+// What a plan will do on a device, without the device: the block-level
+// simulator's timeline and its ratio to the iteration's lower bound.
+#pragma once
+
+#include <span>
+
+#include "braid/graph/op_graph.hpp"
+#include "braid/model/cost.hpp"
+#include "braid/model/device_spec.hpp"
+#include "braid/model/lower_bound.hpp"
+#include "braid/plan/compiled_plan.hpp"
+#include "braid/plan/plan.hpp"
+#include "braid/plan/sim_program.hpp"
+#include "braid/sim/program.hpp"
+#include "braid/sim/simulator.hpp"
+
+namespace braid {
+
+inline sim::Result simulate_plan(const OpGraph& graph, const Plan& plan, const DeviceSpec& dev,
+                                 std::span<const OpCost> costs, sim::LaunchMode mode, const sim::Params& params = {}) {
+    const CompiledPlan compiled = compile(plan, graph);
+    return sim::simulate(dev, to_sim_program(compiled, graph, dev, costs, mode), params);
+}
+
+struct Prediction {
+    sim::Result result;
+    LowerBound bound;
+    double predicted_ns = 0.0;
+    double lb_ratio = 0.0;  // predicted / lower bound (>= 1)
+};
+
+inline Prediction predict(const OpGraph& graph, const Plan& plan, const DeviceSpec& dev, std::span<const OpCost> costs,
+                          sim::LaunchMode mode, const sim::Params& params = {}) {
+    Prediction p;
+    p.result = simulate_plan(graph, plan, dev, costs, mode, params);
+    p.bound = lower_bound(dev, graph, costs, params.share_bandwidth);
+    p.predicted_ns = p.result.makespan_ns;
+    p.lb_ratio = p.bound.bound_ns > 0.0 ? p.predicted_ns / p.bound.bound_ns : 0.0;
+    return p;
+}
+
+}  // namespace braid
