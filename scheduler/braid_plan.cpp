@@ -117,16 +117,7 @@ int run(const Options& o) {
         for (const std::string& n : braid::samples::network_names()) fmt::print("{}\n", n);
         return 0;
     }
-    const bool strategy_known = [&] {
-        for (const std::string& s : braid::strategy_names())
-            if (s == o.strategy) return true;
-        return false;
-    }();
-    if (!strategy_known) {
-        std::string known;
-        for (const std::string& s : braid::strategy_names()) known += (known.empty() ? "" : ", ") + s;
-        throw braid::Error("unknown strategy '" + o.strategy + "'; known strategies: " + known);
-    }
+    braid::check_strategy_name(o.strategy);  // before the (slow) planning
 
     const Problem p = load_problem(o);
     const braid::OpGraph& g = p.graph();
@@ -136,10 +127,9 @@ int run(const Options& o) {
     const braid::Comparison cmp = braid::compare_strategies(g, p.device, p.costs, co);
     const braid::StrategyRow& chosen = cmp.row(o.strategy);
 
-    // The chosen plan's predicted timeline.
-    const braid::CompiledPlan compiled = braid::compile(chosen.plan, g);
-    const braid::sim::Program program = braid::to_sim_program(compiled, g, p.device, p.costs, co.mode);
-    const braid::sim::Result& result = chosen.result;  // simulated by compare_strategies
+    // The chosen plan's predicted timeline, as compare_strategies simulated it.
+    const braid::sim::Program& program = chosen.simulated.program;
+    const braid::sim::Result& result = chosen.simulated.result;
     const std::set<braid::OpId> critical(cmp.bound.critical_ops.begin(), cmp.bound.critical_ops.end());
 
     const std::string plan_path = o.plan_file.empty() ? o.out_dir + "/plan.json" : o.plan_file;
@@ -196,8 +186,7 @@ int run(const Options& o) {
         fmt::print("  {:<8} {:>12.3f} {:>9.2f}x {:>15.2f}x {:>8} {:>7} {:>12.2f} {:>8.0f}%{}\n", r.name, r.predicted_ns / 1e6,
                    r.speedup_vs_serial, r.speedup_vs_serial_graph, r.streams, r.waits, r.lb_ratio,
                    100.0 * r.mean_busy_sm_fraction, r.name == o.strategy ? "  <- written" : "");
-    if (o.strategy == "braid" && chosen.plan.options.contains("chosen_description"))
-        fmt::print("\n  braid chose: {}\n", chosen.plan.options["chosen_description"].get<std::string>());
+    if (chosen.plan.options.chosen) fmt::print("\n  braid chose: {}\n", chosen.plan.options.chosen->describe());
     fmt::print("\n  plan:     {}\n  trace:    {}  (open in https://ui.perfetto.dev or chrome://tracing)\n  timeline: {}\n",
                plan_path, trace_path, svg_path);
     return 0;

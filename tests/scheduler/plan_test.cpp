@@ -4,13 +4,16 @@
 
 #include <algorithm>
 #include <bit>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "braid/graph/graph_json.hpp"
 #include "braid/plan/compiled_plan.hpp"
 #include "braid/plan/plan_json.hpp"
 #include "braid/plan/validate.hpp"
+#include "braid/planner/make_plan.hpp"
 #include "braid/planner/strategies/glp4nn.hpp"
 #include "braid/planner/strategies/nimble.hpp"
 #include "braid/planner/strategies/serial.hpp"
@@ -348,5 +351,86 @@ TEST_CASE("both wait placements (vector clocks for few streams, step bits for ma
             });
         }
         CHECK(via_clocks.waits == clocks.waits);
+    }
+}
+
+TEST_CASE("strategy options are typed and round-trip through JSON; bad ones name their field") {
+    const DeviceSpec& dev = find_device("h200");
+    TestGraph t = braid::testing::training_dag(21, 6, 3, "training6");
+    PlanOptions po;
+    po.max_streams = 4;
+    po.mode = sim::LaunchMode::graph;
+    const Plan b = make_plan(t.graph, dev, t.costs, po);
+    REQUIRE(b.options.chosen.has_value());
+    const nlohmann::json good = to_json(b, t.graph);
+    CHECK(good["options"]["chosen_description"] == b.options.chosen->describe());
+    CHECK(good["options"]["mode"] == "graph");
+    CHECK(plan_from_json(nlohmann::json::parse(good.dump()), t.graph) == b);
+    CHECK(strategy::nimble(t.graph).options.chains == strategy::nimble(t.graph).stream_count());
+
+    // Both kinds of choice survive the trip.
+    for (const PlanChoice& choice : {PlanChoice{"nimble", true, {}}, PlanChoice{"", false, ListSchedule{3, 1, 0.75, true, true, true, true}}}) {
+        Plan p = b;
+        p.options.chosen = choice;
+        CHECK(plan_from_json(to_json(p, t.graph), t.graph).options.chosen == choice);
+    }
+    CHECK(PlanChoice{"nimble", true, {}}.describe() == "nimble chains with critical-path priorities");
+    CHECK(PlanChoice{"serial", false, {}}.describe() == "serial baseline");
+
+    auto load = [&](nlohmann::json j) { return error_of([&] { (void)plan_from_json(j, t.graph, "plan.json"); }); };
+    nlohmann::json j = good;
+    j["options"]["mode"] = "lazy";
+    CHECK(load(j) == "plan.json: $.options.mode: expected \"graph\" or \"eager\", got \"lazy\"");
+    j = good;
+    j["options"]["notes"] = "hand-tuned";
+    CHECK(load(j).find("plan.json: $.options.notes: unknown field") == 0);
+    j = good;
+    j["options"]["max_streams"] = -1;
+    CHECK(load(j) == "plan.json: $.options.max_streams: integer -1 is out of range (must be >= 0)");
+    j = good;
+    j["options"]["chosen"] = {{"base", "fastest"}};
+    CHECK(load(j) == "plan.json: $.options.chosen.base: expected \"serial\", \"nimble\" or \"glp4nn\", got \"fastest\"");
+    j = good;
+    j["options"]["chosen"] = {{"base", "nimble"}, {"priorities", "random"}};
+    CHECK(load(j) == "plan.json: $.options.chosen.priorities: expected \"critical_path\", got \"random\"");
+    j = good;
+    j["options"]["chosen"].erase("issue_order");
+    CHECK(load(j) == "plan.json: $.options.chosen.issue_order: required field is missing");
+    j = good;
+    j["options"].erase("chosen");
+    CHECK(load(j) == "plan.json: $.options.chosen_description: a description without \"chosen\"");
+    j = good;
+    j["options"] = 3;
+    CHECK(load(j) == "plan.json: $.options: expected an object, got an integer");
+
+    // Options nested 100,000 levels deep (600 KB) are refused at the first
+    // level that is not a plan option, without walking the rest.
+    std::string deep = good.dump();
+    const std::string nest = std::string(100'000, '[') + std::string(100'000, ']');
+    deep.insert(deep.find("\"options\":{") + 11, "\"deep\":" + nest + ",");
+    CHECK(error_of([&] { (void)plan_from_json(detail::parse_json(deep, "plan.json"), t.graph, "plan.json"); })
+              .find("plan.json: $.options.deep: unknown field") == 0);
+}
+
+TEST_CASE("the braid plans measured on the H200 still load, with their choices typed") {
+    const std::string dir = BRAID_SOURCE_DIR "/../shared/h200";
+    const std::string profile = dir + "/resnet50-b32.profile.json";
+    if (!std::ifstream(profile)) {
+        MESSAGE("skipped: " << profile << " is not here");
+        return;
+    }
+    const nlohmann::json prof = detail::load_json_file(profile);
+    const OpGraph graph = graph_from_json(prof.at("graph"), profile);
+    for (const char* mode : {"graph", "eager"}) {
+        CAPTURE(mode);
+        const std::string path = dir + "/plans/resnet50-b32-braid-profiled-" + mode + ".plan.json";
+        const nlohmann::json raw = detail::load_json_file(path);
+        const Plan plan = load_plan(path, graph);
+        CHECK(first_violation(plan, graph) == "");
+        REQUIRE(plan.options.chosen.has_value());
+        CHECK(plan.options.chosen->describe() == raw["options"]["chosen_description"].get<std::string>());
+        CHECK(plan.options.mode == (std::string(mode) == "graph" ? LaunchMode::graph : LaunchMode::eager));
+        CHECK(plan.options.max_streams == raw["options"]["max_streams"].get<std::uint32_t>());
+        CHECK(to_json(plan, graph)["options"] == raw["options"]);  // written back as it was read
     }
 }

@@ -7,6 +7,7 @@
 
 #include "braid/plan/validate.hpp"
 #include "braid/planner/fluid_model.hpp"
+#include "braid/planner/compare.hpp"
 #include "braid/planner/make_plan.hpp"
 #include "braid/planner/predict.hpp"
 #include "test_graphs.hpp"
@@ -17,7 +18,7 @@ using namespace braid;
 using braid::testing::error_of;
 using braid::testing::TestGraph;
 
-TEST_CASE("braid's plan is valid, never slower than any baseline, and never below the lower bound") {
+TEST_CASE("braid's plan is valid, never slower than a baseline within its stream cap, and never below the lower bound") {
     const DeviceSpec& dev = find_device("h200");
     for (sim::LaunchMode mode : {sim::LaunchMode::eager, sim::LaunchMode::graph}) {
         for (const TestGraph& t : braid::testing::planner_test_graphs()) {
@@ -26,13 +27,14 @@ TEST_CASE("braid's plan is valid, never slower than any baseline, and never belo
             PlanOptions opt;
             opt.mode = mode;
             opt.max_streams = 4;
-            std::vector<double> others;
+            std::vector<double> others;  // baselines within the stream cap (nimble may need more)
             for (const char* s : {"serial", "glp4nn", "nimble"}) {
                 opt.strategy = s;
                 Plan p = make_plan(t.graph, dev, t.costs, opt);
                 REQUIRE(first_violation(p, t.graph) == "");
-                others.push_back(predict(t.graph, p, dev, t.costs, mode).predicted_ns);
+                if (p.stream_count() <= opt.max_streams) others.push_back(predict(t.graph, p, dev, t.costs, mode).predicted_ns);
             }
+            CHECK(others.size() >= 2);
             opt.strategy = "braid";
             Plan b = make_plan(t.graph, dev, t.costs, opt);
             REQUIRE(first_violation(b, t.graph) == "");
@@ -42,7 +44,12 @@ TEST_CASE("braid's plan is valid, never slower than any baseline, and never belo
             for (double o : others) CHECK(pb.predicted_ns <= o * (1.0 + 1e-9));
             CHECK(pb.predicted_ns >= pb.bound.bound_ns * (1.0 - 1e-9));
             CHECK(pb.lb_ratio >= 1.0 - 1e-9);
-            CHECK(b.options["predicted_ms"].get<double>() == doctest::Approx(pb.predicted_ns / 1e6));
+            REQUIRE(b.options.predicted_ms.has_value());
+            CHECK(*b.options.predicted_ms == doctest::Approx(pb.predicted_ns / 1e6));
+            CHECK(b.options.max_streams == 4u);
+            CHECK(b.options.mode == mode);
+            REQUIRE(b.options.chosen.has_value());
+            CHECK(b.stream_count() <= 4u);
         }
     }
 }
@@ -56,7 +63,7 @@ TEST_CASE("braid beats serial on a training step, using more than one stream") {
     Plan b = make_plan(t.graph, dev, t.costs, opt);
     const double braid_ns = predict(t.graph, b, dev, t.costs, opt.mode).predicted_ns;
     MESSAGE("training16 on h200, graph mode: serial " << serial_ns / 1e3 << " us, braid " << braid_ns / 1e3 << " us, "
-                                                      << b.stream_count() << " streams: " << b.options["chosen_description"]);
+                                                      << b.stream_count() << " streams: " << b.options.chosen.value().describe());
     CHECK(braid_ns < serial_ns);
     CHECK(b.stream_count() > 1);
 }
@@ -94,4 +101,94 @@ TEST_CASE("make_plan rejects unknown strategies and mismatched costs") {
     PlanOptions zero;
     zero.max_streams = 0;
     CHECK(error_of([&] { (void)make_plan(t.graph, dev, t.costs, zero); }) == "max_streams must be at least 1");
+}
+
+namespace {
+
+// Four ops that each read x and write their own y_i: one small kernel each,
+// so a plan with a stream per op is what the simulator likes best.
+TestGraph fan_of_four() {
+    OpGraphBuilder b;
+    const BufferId x = b.add_buffer("x", 1024);
+    b.add_op({"src", OpKind::forward, "", {}, {x}, 0});
+    OpCosts costs(1);
+    costs[0].kernels.push_back(KernelCost{KernelShape{"src", {1, 1, 1}, {128, 1, 1}, 32, 0, 0}, 20'000.0, 0.0});
+    for (int i = 0; i < 4; ++i) {
+        const std::string y = "y" + std::to_string(i);
+        b.add_op({"op" + std::to_string(i), OpKind::forward, "", {x}, {b.add_buffer(y, 1024)}, 0});
+        costs.push_back(costs[0]);
+    }
+    return TestGraph{"fan_of_four", b.finalize(), std::move(costs)};
+}
+
+}  // namespace
+
+TEST_CASE("braid honours max_streams whichever candidate wins") {
+    const DeviceSpec& dev = find_device("h200");
+    std::vector<TestGraph> graphs;
+    graphs.push_back(fan_of_four());
+    graphs.push_back(braid::testing::inception_like(6));
+    for (const TestGraph& t : graphs) {
+        for (std::uint32_t cap : {1u, 2u, 3u}) {
+            CAPTURE(t.name);
+            CAPTURE(cap);
+            PlanOptions opt;
+            opt.max_streams = cap;
+            opt.mode = sim::LaunchMode::graph;
+            const Plan nimble = make_plan(t.graph, dev, t.costs, {"nimble"});
+            REQUIRE(nimble.stream_count() > cap);  // the baseline alone would break the cap
+            const Plan b = make_plan(t.graph, dev, t.costs, opt);
+            CHECK(b.stream_count() <= cap);
+            CHECK(first_violation(b, t.graph) == "");
+        }
+    }
+    // With room for all four, the fan gets them.
+    const TestGraph fan = fan_of_four();
+    PlanOptions wide;
+    wide.max_streams = 4;
+    wide.mode = sim::LaunchMode::graph;
+    CHECK(make_plan(fan.graph, dev, fan.costs, wide).stream_count() == 4u);
+}
+
+TEST_CASE("compare_strategies plans each strategy once: the baselines' rows are braid's candidates") {
+    const DeviceSpec& dev = find_device("h200");
+    const TestGraph t = braid::testing::training_dag(21, 8, 4, "training8");
+    ComparisonOptions co;
+    co.max_streams = 4;
+    co.mode = sim::LaunchMode::eager;
+    const Comparison c = compare_strategies(t.graph, dev, t.costs, co);
+    REQUIRE(c.braid.has_value());
+    const strategy::BraidResult& br = *c.braid;
+    CHECK(c.row("braid").plan == br.plan);
+    CHECK(c.row("braid").predicted_ns == br.predicted_ns);
+    for (const char* name : {"serial", "nimble", "glp4nn"}) {
+        CAPTURE(name);
+        const StrategyRow& row = c.row(name);
+        PlanOptions po;
+        po.strategy = name;
+        po.max_streams = co.max_streams;
+        CHECK(row.plan == make_plan(t.graph, dev, t.costs, po));  // the same plan as the strategy alone makes
+        const strategy::BraidCandidate& cand = br.baseline(name);
+        if (cand.simulated) CHECK(row.plan == cand.plan);
+        // Every row carries the timeline it was judged by, and it is the
+        // simulator's answer for that plan.
+        const SimulatedPlan again = simulate_plan(t.graph, row.plan, dev, t.costs, co.mode);
+        CHECK(row.predicted_ns == again.result.makespan_ns);
+        CHECK(row.simulated.result.kernels.size() == row.simulated.program.kernels.size());
+        CHECK(row.simulated.program.kernels.size() == again.program.kernels.size());
+    }
+    const StrategyRow& serial = c.row("serial");
+    CHECK(c.serial_eager_ns == serial.predicted_ns);
+    CHECK(c.serial_graph_ns == simulate_plan(t.graph, serial.plan, dev, t.costs, sim::LaunchMode::graph).result.makespan_ns);
+    // braid's report: every candidate, judged ones with a time, and the winner's timeline kept.
+    CHECK(br.candidates.size() == br.plan.options.candidates.value());
+    std::size_t judged = 0;
+    for (const strategy::BraidCandidate& cand : br.candidates) {
+        if (cand.simulated_ns > 0.0) ++judged;
+        CHECK((cand.eligible || cand.simulated_ns == 0.0));
+    }
+    CHECK(judged == br.plan.options.simulated.value());
+    REQUIRE(br.chosen().simulated.has_value());
+    CHECK(br.chosen().simulated->result.makespan_ns == br.predicted_ns);
+    CHECK(br.chosen().choice == br.plan.options.chosen.value());
 }

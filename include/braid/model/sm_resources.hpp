@@ -81,8 +81,12 @@ public:
         const std::uint32_t r = b.regs_per_warp;
         std::uint32_t warps = b.warps * count;
         while (warps > 0) {
-            std::array<int, sm_subpartitions> order{0, 1, 2, 3};  // richest first, ties by index
-            std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return free_regs_[x] > free_regs_[y]; });
+            // Richest first, ties by index: an insertion sort of four, since
+            // std::stable_sort allocates a buffer on every call of this hot loop.
+            std::array<int, sm_subpartitions> order{0, 1, 2, 3};
+            for (int i = 1; i < sm_subpartitions; ++i)
+                for (int j = i; j > 0 && free_regs_[order[j - 1]] < free_regs_[order[j]]; --j)
+                    std::swap(order[j - 1], order[j]);
             const std::uint32_t top = free_regs_[order[0]];
             if (top - free_regs_[order[1]] >= r) {
                 const std::uint32_t take = std::min({(top - free_regs_[order[1]]) / r, warps, top / r});

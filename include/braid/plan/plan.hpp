@@ -4,12 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "braid/graph/op.hpp"
+#include "braid/sim/launch_mode.hpp"
 
 namespace braid {
 
@@ -31,11 +31,68 @@ struct PlanWait {
     friend bool operator==(const PlanWait&, const PlanWait&) = default;
 };
 
+// The settings of one of braid's own list schedules
+// (planner/strategies/braid.hpp): how many streams of each kind, which ops
+// stay in line, the issue order, and the stream priorities.
+struct ListSchedule {
+    std::uint32_t main_streams = 1;
+    std::uint32_t side_streams = 0;  // for weight-gradient and update ops
+    double pin_footprint = 2.0;      // ops at least this wide stay on their predecessor's stream
+    bool rank_order = false;         // issue in list-schedule order instead of modelled start time
+    bool batch_splits = false;
+    bool critical_stream = false;    // the critical path alone on main stream 0, the most urgent
+    bool equal_priorities = false;   // every stream at the default priority
+
+    std::uint32_t streams() const noexcept { return main_streams + side_streams; }
+    std::string describe() const {
+        std::string d = std::to_string(main_streams) + " main + " + std::to_string(side_streams) + " side streams";
+        if (pin_footprint <= 1.0)
+            d += ", ops wider than " + std::to_string(static_cast<int>(pin_footprint * 100)) + "% kept in line";
+        d += rank_order ? ", issued by rank" : ", issued by modelled start";
+        if (batch_splits) d += ", batch splits";
+        if (critical_stream) d += ", critical path on its own stream";
+        if (equal_priorities) d += ", equal priorities";
+        return d;
+    }
+
+    friend bool operator==(const ListSchedule&, const ListSchedule&) = default;
+};
+
+// Which of its candidates a judging strategy (braid) chose: a baseline's
+// plan, or one of its own list schedules.
+struct PlanChoice {
+    std::string base;                       // "serial", "nimble", "glp4nn"; "" for a list schedule
+    bool critical_path_priorities = false;  // the baseline's streams that carry the critical path made urgent
+    ListSchedule schedule;                  // when base is ""
+
+    std::string describe() const {
+        if (base.empty()) return schedule.describe();
+        if (critical_path_priorities) return base + " chains with critical-path priorities";
+        return base + " baseline";
+    }
+
+    friend bool operator==(const PlanChoice&, const PlanChoice&) = default;
+};
+
+// How the strategy made the plan, for the record: the settings it was given
+// and what it chose. Absent fields did not apply to the strategy.
+struct StrategyOptions {
+    std::optional<std::uint32_t> max_streams;  // the stream cap it honoured (glp4nn, braid)
+    std::optional<LaunchMode> mode;            // the launch mode it was tuned for (braid)
+    std::optional<std::uint32_t> chains;       // chains in the minimum chain cover (nimble)
+    std::optional<PlanChoice> chosen;          // the winning candidate (braid)
+    std::optional<std::uint32_t> candidates;   // candidates made (braid)
+    std::optional<std::uint32_t> simulated;    // candidates judged on the simulator (braid)
+    std::optional<double> predicted_ms;        // the winner's simulated iteration time (braid)
+
+    friend bool operator==(const StrategyOptions&, const StrategyOptions&) = default;
+};
+
 struct Plan {
     static constexpr int format_version = 1;
 
     std::string strategy;                      // "serial", "glp4nn", "nimble", "braid", or a user's name
-    nlohmann::json options = nlohmann::json::object();  // the strategy's settings, for the record
+    StrategyOptions options;                   // the strategy's settings and choices, for the record
     std::string device;                        // DeviceSpec key the plan was tuned for ("" = none)
     std::string graph_fingerprint;             // OpGraph::fingerprint() of the graph it was made for
     std::vector<int> stream_priorities;        // one per stream; CUDA convention: lower = more urgent

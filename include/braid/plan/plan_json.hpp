@@ -15,6 +15,91 @@
 
 namespace braid {
 
+namespace detail {
+
+// "options": the v1 spelling, which keeps the chosen candidate's settings
+// under "chosen" and its description beside them as "chosen_description".
+inline nlohmann::json options_to_json(const StrategyOptions& o) {
+    nlohmann::json j = nlohmann::json::object();
+    if (o.max_streams) j["max_streams"] = *o.max_streams;
+    if (o.mode) j["mode"] = to_string(*o.mode);
+    if (o.chains) j["chains"] = *o.chains;
+    if (o.chosen) {
+        const PlanChoice& c = *o.chosen;
+        if (!c.base.empty()) {
+            j["chosen"] = {{"base", c.base}};
+            if (c.critical_path_priorities) j["chosen"]["priorities"] = "critical_path";
+        } else {
+            const ListSchedule& v = c.schedule;
+            j["chosen"] = {{"main_streams", v.main_streams},   {"side_streams", v.side_streams},
+                           {"pin_footprint", v.pin_footprint}, {"issue_order", v.rank_order ? "rank" : "modelled_start"},
+                           {"batch_splits", v.batch_splits},   {"critical_stream", v.critical_stream},
+                           {"equal_priorities", v.equal_priorities}};
+        }
+        j["chosen_description"] = c.describe();
+    }
+    if (o.candidates) j["candidates"] = *o.candidates;
+    if (o.simulated) j["simulated"] = *o.simulated;
+    if (o.predicted_ms) j["predicted_ms"] = *o.predicted_ms;
+    return j;
+}
+
+inline PlanChoice choice_from_json(const JsonReader& r) {
+    PlanChoice c;
+    if (r.has("base")) {
+        r.allow_only({"base", "priorities"});
+        c.base = r.get<std::string>("base");
+        if (c.base != "serial" && c.base != "nimble" && c.base != "glp4nn")
+            r.at("base").fail("expected \"serial\", \"nimble\" or \"glp4nn\", got \"" + c.base + "\"");
+        if (auto p = r.find("priorities")) {
+            if (p->get<std::string>() != "critical_path")
+                p->fail("expected \"critical_path\", got \"" + p->get<std::string>() + "\"");
+            c.critical_path_priorities = true;
+        }
+        return c;
+    }
+    r.allow_only({"main_streams", "side_streams", "pin_footprint", "issue_order", "batch_splits", "critical_stream",
+                  "equal_priorities"});
+    ListSchedule& v = c.schedule;
+    v.main_streams = r.get<std::uint32_t>("main_streams");
+    if (v.main_streams == 0) r.at("main_streams").fail("must be >= 1");
+    v.side_streams = r.get<std::uint32_t>("side_streams");
+    v.pin_footprint = r.get<double>("pin_footprint");
+    const std::string order = r.get<std::string>("issue_order");
+    if (order != "rank" && order != "modelled_start")
+        r.at("issue_order").fail("expected \"rank\" or \"modelled_start\", got \"" + order + "\"");
+    v.rank_order = order == "rank";
+    v.batch_splits = r.get<bool>("batch_splits");
+    v.critical_stream = r.get<bool>("critical_stream");
+    v.equal_priorities = r.get<bool>("equal_priorities");
+    return c;
+}
+
+inline StrategyOptions options_from_json(const JsonReader& r) {
+    r.allow_only({"max_streams", "mode", "chains", "chosen", "chosen_description", "candidates", "simulated",
+                  "predicted_ms"});
+    StrategyOptions o;
+    if (auto f = r.find("max_streams")) o.max_streams = f->get<std::uint32_t>();
+    if (auto f = r.find("mode")) {
+        const std::string mode = f->get<std::string>();
+        if (mode != "graph" && mode != "eager") f->fail("expected \"graph\" or \"eager\", got \"" + mode + "\"");
+        o.mode = mode == "graph" ? LaunchMode::graph : LaunchMode::eager;
+    }
+    if (auto f = r.find("chains")) o.chains = f->get<std::uint32_t>();
+    if (auto f = r.find("chosen")) o.chosen = choice_from_json(*f);
+    // The description is derived from "chosen"; it is written for people.
+    if (auto f = r.find("chosen_description")) {
+        f->get<std::string>();
+        if (!o.chosen) f->fail("a description without \"chosen\"");
+    }
+    if (auto f = r.find("candidates")) o.candidates = f->get<std::uint32_t>();
+    if (auto f = r.find("simulated")) o.simulated = f->get<std::uint32_t>();
+    if (auto f = r.find("predicted_ms")) o.predicted_ms = f->get<double>();
+    return o;
+}
+
+}  // namespace detail
+
 inline nlohmann::json to_json(const Plan& plan, const OpGraph& graph) {
     for (std::size_t i = 0; i < plan.steps.size(); ++i)
         if (plan.steps[i].op >= graph.op_count())
@@ -38,7 +123,7 @@ inline nlohmann::json to_json(const Plan& plan, const OpGraph& graph) {
         {"format", "braid.plan"},
         {"version", Plan::format_version},
         {"strategy", plan.strategy},
-        {"options", plan.options},
+        {"options", detail::options_to_json(plan.options)},
         {"device", plan.device},
         {"graph_fingerprint", plan.graph_fingerprint},
         {"op_count", graph.op_count()},
@@ -70,10 +155,7 @@ inline Plan plan_from_json(const nlohmann::json& json, const OpGraph& graph, con
                   graph.fingerprint() + " (" + std::to_string(graph.op_count()) + " ops): make a new plan for it");
     }
     plan.strategy = r.get<std::string>("strategy");
-    if (auto o = r.find("options")) {
-        o->expect_object();
-        plan.options = o->json();
-    }
+    if (auto o = r.find("options")) plan.options = detail::options_from_json(*o);
     plan.device = r.get_or<std::string>("device", "");
 
     auto streams = r.at("streams");

@@ -30,6 +30,15 @@ inline const std::vector<std::string>& strategy_names() {
     return names;
 }
 
+// Throws PlanError naming the known strategies when `name` is none of them.
+inline void check_strategy_name(const std::string& name) {
+    for (const std::string& n : strategy_names())
+        if (n == name) return;
+    std::string known;
+    for (const std::string& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
+    throw PlanError("unknown strategy '" + name + "'; known strategies: " + known);
+}
+
 inline Plan make_plan(const OpGraph& graph, const DeviceSpec& dev, std::span<const OpCost> costs,
                       const PlanOptions& options = {}) {
     require_costs_for<PlanError>(graph.op_count(), costs.size(), "make_plan");
@@ -44,9 +53,8 @@ inline Plan make_plan(const OpGraph& graph, const DeviceSpec& dev, std::span<con
         b.sim = options.sim;
         return strategy::braid(graph, dev, costs, b);
     }
-    std::string known;
-    for (const std::string& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
-    throw PlanError("unknown strategy '" + options.strategy + "'; known strategies: " + known);
+    check_strategy_name(options.strategy);
+    throw PlanError("make_plan: strategy '" + options.strategy + "' has no planner");  // strategy_names() and this list disagree
 }
 
 }  // namespace braid

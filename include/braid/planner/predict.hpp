@@ -16,10 +16,19 @@
 
 namespace braid {
 
-inline sim::Result simulate_plan(const OpGraph& graph, const Plan& plan, const DeviceSpec& dev,
-                                 std::span<const OpCost> costs, sim::LaunchMode mode, const sim::Params& params = {}) {
-    const CompiledPlan compiled = compile(plan, graph);
-    return sim::simulate(dev, to_sim_program(compiled, graph, dev, costs, mode), params);
+// A plan as the simulator ran it: the program (kernels, streams, waits) and
+// the predicted timeline; the trace and timeline writers take both.
+struct SimulatedPlan {
+    sim::Program program;
+    sim::Result result;
+};
+
+inline SimulatedPlan simulate_plan(const OpGraph& graph, const Plan& plan, const DeviceSpec& dev,
+                                   std::span<const OpCost> costs, sim::LaunchMode mode, const sim::Params& params = {}) {
+    SimulatedPlan out;
+    out.program = to_sim_program(compile(plan, graph), graph, dev, costs, mode);
+    out.result = sim::simulate(dev, out.program, params);
+    return out;
 }
 
 struct Prediction {
@@ -32,7 +41,7 @@ struct Prediction {
 inline Prediction predict(const OpGraph& graph, const Plan& plan, const DeviceSpec& dev, std::span<const OpCost> costs,
                           sim::LaunchMode mode, const sim::Params& params = {}) {
     Prediction p;
-    p.result = simulate_plan(graph, plan, dev, costs, mode, params);
+    p.result = simulate_plan(graph, plan, dev, costs, mode, params).result;
     p.bound = lower_bound(dev, graph, costs, params.share_bandwidth);
     p.predicted_ns = p.result.makespan_ns;
     p.lb_ratio = p.bound.bound_ns > 0.0 ? p.predicted_ns / p.bound.bound_ns : 0.0;

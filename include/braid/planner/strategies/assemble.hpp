@@ -7,8 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "braid/graph/op_graph.hpp"
 #include "braid/plan/plan.hpp"
 #include "braid/plan/waits.hpp"
@@ -23,7 +21,7 @@ struct Placement {
 
 // `reduced_preds`: reduced_predecessors(graph), when the caller assembles
 // many plans of one graph; null to compute it here.
-inline Plan assemble(const OpGraph& graph, std::string strategy, nlohmann::json options, std::string device,
+inline Plan assemble(const OpGraph& graph, std::string strategy, StrategyOptions options, std::string device,
                      std::vector<int> stream_priorities, const std::vector<Placement>& issue_order,
                      const std::vector<std::vector<OpId>>* reduced_preds = nullptr) {
     Plan plan;

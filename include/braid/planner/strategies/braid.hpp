@@ -15,14 +15,14 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "braid/graph/op_graph.hpp"
 #include "braid/model/batch_split.hpp"
@@ -49,19 +49,36 @@ struct BraidOptions {
     std::uint64_t block_event_budget = 120'000'000;  // simulated block events after which judging stops
 };
 
-// One judged candidate, for reports.
-struct CandidateResult {
-    std::string description;
-    double fluid_ns = 0.0;
-    double simulated_ns = 0.0;  // 0 when not simulated
-    std::uint32_t streams = 0;
-    std::size_t waits = 0;
+// One candidate plan and what braid learnt about it.
+struct BraidCandidate {
+    PlanChoice choice;
+    Plan plan;
+    double fluid_ns = 0.0;       // the fluid model's estimate (0 for baselines, which it does not rank)
+    double simulated_ns = 0.0;   // the simulator's iteration time; 0 when not judged
+    bool eligible = true;        // honours the options (a baseline may want more than max_streams streams)
+    // The simulator's program and timeline, kept for the baselines and the
+    // winner (what a strategy comparison shows) and dropped for the rest.
+    std::optional<SimulatedPlan> simulated;
+
+    std::string describe() const { return choice.describe(); }
 };
 
+// braid's plan together with every candidate it weighed: the baselines
+// (serial, nimble, nimble with critical-path priorities, glp4nn) first, then
+// its own list schedules in judging order.
 struct BraidResult {
-    Plan plan;
+    Plan plan;                  // the winner, as strategy "braid" with its options filled in
     double predicted_ns = 0.0;
-    std::vector<CandidateResult> candidates;  // in judging order
+    std::vector<BraidCandidate> candidates;
+    std::size_t winner = 0;     // index into candidates
+
+    const BraidCandidate& chosen() const { return candidates.at(winner); }
+    // A baseline's own plan ("serial", "nimble", "glp4nn"), as its strategy makes it.
+    const BraidCandidate& baseline(std::string_view base) const {
+        for (const BraidCandidate& c : candidates)
+            if (c.choice.base == base && !c.choice.critical_path_priorities) return c;
+        throw PlanError("braid weighed no '" + std::string(base) + "' baseline");
+    }
 };
 
 namespace detail_braid {
@@ -85,32 +102,6 @@ inline OpFacts facts_of(const DeviceSpec& dev, const OpCost& cost) {
     f.launches = static_cast<std::uint32_t>(cost.kernels.size());
     return f;
 }
-
-struct Variant {
-    std::uint32_t main_streams = 1;
-    std::uint32_t side_streams = 0;
-    double pin_footprint = 2.0;  // ops at least this wide stay on their predecessor's stream
-    bool rank_order = false;     // issue in list-schedule order instead of modelled start time
-    bool splits = false;
-    bool critical_stream = false;  // the critical path alone on main stream 0, the most urgent
-    bool flat_priorities = false;  // every stream at the default priority
-
-    std::uint32_t streams() const { return main_streams + side_streams; }
-    std::string describe() const {
-        std::string d = std::to_string(main_streams) + " main + " + std::to_string(side_streams) + " side streams";
-        if (pin_footprint <= 1.0) d += ", ops wider than " + std::to_string(static_cast<int>(pin_footprint * 100)) + "% kept in line";
-        d += rank_order ? ", issued by rank" : ", issued by modelled start";
-        if (splits) d += ", batch splits";
-        if (critical_stream) d += ", critical path on its own stream";
-        if (flat_priorities) d += ", equal priorities";
-        return d;
-    }
-    nlohmann::json to_json() const {
-        return {{"main_streams", main_streams}, {"side_streams", side_streams}, {"pin_footprint", pin_footprint},
-                {"issue_order", rank_order ? "rank" : "modelled_start"}, {"batch_splits", splits},
-                {"critical_stream", critical_stream}, {"equal_priorities", flat_priorities}};
-    }
-};
 
 class Planner {
 public:
@@ -155,7 +146,7 @@ public:
 
     // Critical-path-first list schedule with isolated durations: decides each
     // op's stream(s) and the issue order.
-    Plan schedule(const Variant& v) {
+    Plan schedule(const ListSchedule& v) {
         const std::size_t n = graph_.op_count();
         const auto topo_pos = graph_.topological_position();
         auto less_urgent = [&](OpId a, OpId b) {
@@ -193,7 +184,7 @@ public:
 
             Placement pl{op, {}};
             std::uint32_t parts = 1;
-            if (v.splits && !side && !critical && info.splittable() &&
+            if (v.batch_splits && !side && !critical && info.splittable() &&
                 (costs_[op].launches_per_image > 0 || facts_[op].footprint < 0.5))
                 parts = glp4nn_streams(dev_, info, costs_[op], count);
             if (parts > 1) {
@@ -253,7 +244,7 @@ public:
             for (std::uint32_t s = 0; s < v.main_streams; ++s) priorities[s] = s == 0 ? -2 : -1;
             if (v.side_streams == 0) priorities[0] = -1, std::fill(priorities.begin() + 1, priorities.end(), 0);
         }
-        return assemble(graph_, "braid", nlohmann::json::object(), dev_.key, priorities, placed, &reduced_preds_);
+        return assemble(graph_, "braid", {}, dev_.key, priorities, placed, &reduced_preds_);
     }
 
     // Nimble's chains, with the chains that carry the critical path urgent.
@@ -295,8 +286,8 @@ private:
 // of the plain schedule (on the sample nets they rarely win, so they are not
 // crossed with everything else). Equal-priority twins are made by
 // braid_plan from the same placements.
-inline std::vector<Variant> variants(std::uint32_t max_streams, bool any_side, bool any_splittable) {
-    std::vector<Variant> out;
+inline std::vector<ListSchedule> variants(std::uint32_t max_streams, bool any_side, bool any_splittable) {
+    std::vector<ListSchedule> out;
     // Every stream count up to 8, then every other: beyond the 8 hardware
     // queues of eager launches the simulator judges whether more pay.
     std::vector<std::uint32_t> counts;
@@ -305,14 +296,14 @@ inline std::vector<Variant> variants(std::uint32_t max_streams, bool any_side, b
     for (std::uint32_t k : counts) {
         for (bool rank_order : {false, true}) {
             if (k == 1) {
-                out.push_back(Variant{1, 0, 2.0, rank_order, false, false, false});
+                out.push_back(ListSchedule{1, 0, 2.0, rank_order, false, false, false});
                 continue;
             }
             for (double pin : {0.75, 2.0})
-                for (bool critical : {false, true}) out.push_back(Variant{k, 0, pin, rank_order, false, critical, false});
-            if (any_side) out.push_back(Variant{k - 1, 1, 2.0, rank_order, false, false, false});
-            if (any_side && k >= 4) out.push_back(Variant{k - 2, 2, 2.0, rank_order, false, false, false});
-            if (any_splittable) out.push_back(Variant{k, 0, 2.0, rank_order, true, false, false});
+                for (bool critical : {false, true}) out.push_back(ListSchedule{k, 0, pin, rank_order, false, critical, false});
+            if (any_side) out.push_back(ListSchedule{k - 1, 1, 2.0, rank_order, false, false, false});
+            if (any_side && k >= 4) out.push_back(ListSchedule{k - 2, 2, 2.0, rank_order, false, false, false});
+            if (any_splittable) out.push_back(ListSchedule{k, 0, 2.0, rank_order, true, false, false});
         }
     }
     return out;
@@ -323,109 +314,111 @@ inline std::vector<Variant> variants(std::uint32_t max_streams, bool any_side, b
 inline BraidResult braid_plan(const OpGraph& graph, const DeviceSpec& dev, std::span<const OpCost> costs,
                               const BraidOptions& options = {}) {
     require_costs_for<PlanError>(graph.op_count(), costs.size(), "braid");
-    using detail_braid::Variant;
+    if (options.max_streams == 0) throw PlanError("braid: max_streams must be at least 1");
     detail_braid::Planner planner(graph, dev, costs, options);
 
-    struct Candidate {
-        Plan plan;
-        std::string description;
-        nlohmann::json chosen;
-        double fluid_ns = 0.0;
+    BraidResult out;
+    std::vector<BraidCandidate>& all = out.candidates;
+    auto baseline = [](std::string base, Plan plan, bool priorities = false) {
+        BraidCandidate c;
+        c.choice.base = std::move(base);
+        c.choice.critical_path_priorities = priorities;
+        c.plan = std::move(plan);
+        return c;
     };
-    std::vector<Candidate> baselines;
-    baselines.push_back({serial(graph, dev.key), "serial baseline", {{"base", "serial"}}, 0.0});
-    baselines.push_back({nimble(graph, dev.key), "nimble baseline", {{"base", "nimble"}}, 0.0});
-    baselines.push_back({planner.nimble_with_priorities(), "nimble chains with critical-path priorities",
-                         {{"base", "nimble"}, {"priorities", "critical_path"}}, 0.0});
-    baselines.push_back({glp4nn(graph, dev, costs, options.max_streams, dev.key), "glp4nn baseline",
-                         {{"base", "glp4nn"}}, 0.0});
+    all.push_back(baseline("serial", serial(graph, dev.key)));
+    all.push_back(baseline("nimble", nimble(graph, dev.key)));
+    all.push_back(baseline("nimble", planner.nimble_with_priorities(), true));
+    all.push_back(baseline("glp4nn", glp4nn(graph, dev, costs, options.max_streams, dev.key)));
+    const std::size_t baselines = all.size();
 
-    std::vector<Candidate> own;
-    for (const Variant& v : detail_braid::variants(options.max_streams, planner.any_side(), planner.any_splittable())) {
-        Candidate c{planner.schedule(v), v.describe(), v.to_json(), 0.0};
+    for (const ListSchedule& v : detail_braid::variants(options.max_streams, planner.any_side(), planner.any_splittable())) {
+        BraidCandidate c;
+        c.choice.schedule = v;
+        c.plan = planner.schedule(v);
         c.fluid_ns = planner.fluid_ns(c.plan);
         if (v.streams() > 1) {
             // The same placement and waits with every stream at the default priority.
-            Variant flat = v;
-            flat.flat_priorities = true;
-            Candidate f{c.plan, flat.describe(), flat.to_json(), 0.0};
-            std::fill(f.plan.stream_priorities.begin(), f.plan.stream_priorities.end(), 0);
-            f.fluid_ns = planner.fluid_ns(f.plan);
-            own.push_back(std::move(f));
+            BraidCandidate flat = c;
+            flat.choice.schedule.equal_priorities = true;
+            std::fill(flat.plan.stream_priorities.begin(), flat.plan.stream_priorities.end(), 0);
+            flat.fluid_ns = planner.fluid_ns(flat.plan);
+            all.push_back(std::move(flat));
         }
-        own.push_back(std::move(c));
+        all.push_back(std::move(c));
     }
-    // Judging order: the fluid model's best few overall, then the best
-    // remaining plan of each stream count, then each count's next best, and
-    // so on — the coarse model ranks plans of one stream count better than
-    // plans of different counts.
-    std::stable_sort(own.begin(), own.end(), [](const Candidate& a, const Candidate& b) { return a.fluid_ns < b.fluid_ns; });
+    for (BraidCandidate& c : all) c.eligible = c.plan.stream_count() <= options.max_streams;
+
+    // Judging order of the own schedules: the fluid model's best few overall,
+    // then the best remaining plan of each stream count, then each count's
+    // next best, and so on — the coarse model ranks plans of one stream count
+    // better than plans of different counts.
     {
+        auto own = all.begin() + static_cast<std::ptrdiff_t>(baselines);
+        std::stable_sort(own, all.end(), [](const BraidCandidate& a, const BraidCandidate& b) { return a.fluid_ns < b.fluid_ns; });
         constexpr std::size_t overall_first = 8;
         std::map<std::uint32_t, std::uint32_t> seen;  // stream count -> candidates of it so far
-        std::vector<std::pair<std::uint32_t, std::size_t>> key(own.size());
-        for (std::size_t i = 0; i < own.size(); ++i)
-            key[i] = {i < overall_first ? 0u : 1u + seen[own[i].plan.stream_count()]++, i};
+        const std::size_t n = static_cast<std::size_t>(all.end() - own);
+        std::vector<std::pair<std::uint32_t, std::size_t>> key(n);
+        for (std::size_t i = 0; i < n; ++i)
+            key[i] = {i < overall_first ? 0u : 1u + seen[own[static_cast<std::ptrdiff_t>(i)].plan.stream_count()]++, i};
         std::sort(key.begin(), key.end());
-        std::vector<Candidate> reordered;
-        reordered.reserve(own.size());
-        for (const auto& [round, i] : key) reordered.push_back(std::move(own[i]));
-        own = std::move(reordered);
+        std::vector<BraidCandidate> reordered;
+        reordered.reserve(n);
+        for (const auto& [round, i] : key) reordered.push_back(std::move(own[static_cast<std::ptrdiff_t>(i)]));
+        std::move(reordered.begin(), reordered.end(), own);
     }
 
-    BraidResult out;
+    // The fastest eligible plan wins; ties go to fewer streams, then fewer waits.
+    auto better = [](const BraidCandidate& c, const BraidCandidate& best) {
+        const double tol = 1e-9 * std::max(c.simulated_ns, best.simulated_ns);
+        if (c.simulated_ns < best.simulated_ns - tol) return true;
+        if (c.simulated_ns > best.simulated_ns + tol) return false;
+        if (c.plan.stream_count() != best.plan.stream_count()) return c.plan.stream_count() < best.plan.stream_count();
+        return c.plan.waits.size() < best.plan.waits.size();
+    };
     std::uint64_t block_events = 0;
-    std::size_t best = 0;
-    bool have_best = false;
-    double best_ns = 0.0;
-    std::vector<Candidate*> judged;
-    auto better = [](double ns, const Plan& p, double best_ns_, const Plan& b) {
-        const double tol = 1e-9 * std::max(ns, best_ns_);
-        if (ns < best_ns_ - tol) return true;
-        if (ns > best_ns_ + tol) return false;
-        if (p.stream_count() != b.stream_count()) return p.stream_count() < b.stream_count();
-        return p.waits.size() < b.waits.size();
-    };
-    auto judge = [&](Candidate& c) {
-        for (const Candidate* j : judged)  // the same plan twice: nothing to learn
-            if (j->plan.steps == c.plan.steps && j->plan.stream_priorities == c.plan.stream_priorities) return;
-        if (c.fluid_ns == 0.0) c.fluid_ns = planner.fluid_ns(c.plan);
-        const sim::Result r = simulate_plan(graph, c.plan, dev, costs, options.mode, options.sim);
-        block_events += r.block_events;
-        out.candidates.push_back({c.description, c.fluid_ns, r.makespan_ns, c.plan.stream_count(), c.plan.waits.size()});
-        judged.push_back(&c);
-        if (!have_best || better(r.makespan_ns, c.plan, best_ns, judged[best]->plan)) {
-            best = judged.size() - 1;
-            best_ns = r.makespan_ns;
-            have_best = true;
+    std::uint32_t simulated_own = 0, simulated = 0;
+    bool have_winner = false;
+    std::vector<std::size_t> judged;
+    auto judge = [&](std::size_t i) {
+        BraidCandidate& c = all[i];
+        if (!c.eligible) return false;
+        for (std::size_t j : judged)  // the same plan twice: nothing to learn
+            if (all[j].plan.steps == c.plan.steps && all[j].plan.stream_priorities == c.plan.stream_priorities) return false;
+        SimulatedPlan sp = simulate_plan(graph, c.plan, dev, costs, options.mode, options.sim);
+        block_events += sp.result.block_events;
+        c.simulated_ns = sp.result.makespan_ns;
+        judged.push_back(i);
+        ++simulated;
+        const bool wins = !have_winner || better(c, all[out.winner]);
+        if (wins || i < baselines) c.simulated = std::move(sp);
+        if (wins) {
+            if (have_winner && out.winner >= baselines) all[out.winner].simulated.reset();
+            out.winner = i;
+            have_winner = true;
         }
+        return true;
     };
-    for (Candidate& c : baselines) judge(c);
-    std::uint32_t simulated_own = 0;
-    for (Candidate& c : own) {
+    for (std::size_t i = 0; i < baselines; ++i) judge(i);
+    for (std::size_t i = baselines; i < all.size(); ++i) {
         if (simulated_own >= options.simulate_top || block_events >= options.block_event_budget) break;
-        const std::size_t before = judged.size();
-        judge(c);
-        if (judged.size() > before) ++simulated_own;
+        if (judge(i)) ++simulated_own;
     }
-    for (const Candidate& c : own)
-        if (std::find(judged.begin(), judged.end(), &c) == judged.end())
-            out.candidates.push_back({c.description, c.fluid_ns, 0.0, c.plan.stream_count(), c.plan.waits.size()});
+    if (!have_winner) throw PlanError("braid: no candidate plan honours max_streams " + std::to_string(options.max_streams));
 
-    const Candidate& winner = *judged[best];
+    const BraidCandidate& winner = all[out.winner];
     out.plan = winner.plan;
     out.plan.strategy = "braid";
     out.plan.device = dev.key;
-    out.plan.options = nlohmann::json{
-        {"max_streams", options.max_streams},
-        {"mode", options.mode == sim::LaunchMode::graph ? "graph" : "eager"},
-        {"chosen", winner.chosen},
-        {"chosen_description", winner.description},
-        {"candidates", own.size() + baselines.size()},
-        {"simulated", judged.size()},
-        {"predicted_ms", best_ns / 1e6},
-    };
-    out.predicted_ns = best_ns;
+    out.plan.options = StrategyOptions{};
+    out.plan.options.max_streams = options.max_streams;
+    out.plan.options.mode = options.mode;
+    out.plan.options.chosen = winner.choice;
+    out.plan.options.candidates = static_cast<std::uint32_t>(all.size());
+    out.plan.options.simulated = simulated;
+    out.plan.options.predicted_ms = winner.simulated_ns / 1e6;
+    out.predicted_ns = winner.simulated_ns;
     return out;
 }
 

@@ -51,7 +51,7 @@ inline Plan glp4nn(const OpGraph& graph, const DeviceSpec& dev, std::span<const 
         streams = std::max(streams, k);
         order.push_back(std::move(p));
     }
-    return assemble(graph, "glp4nn", nlohmann::json{{"max_streams", max_streams}}, std::move(device),
+    return assemble(graph, "glp4nn", StrategyOptions{.max_streams = max_streams}, std::move(device),
                     std::vector<int>(streams, 0), order);
 }
 

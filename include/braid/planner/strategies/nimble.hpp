@@ -123,7 +123,7 @@ inline Plan nimble(const OpGraph& graph, std::string device = {}) {
     std::vector<Placement> order;
     order.reserve(graph.op_count());
     for (OpId op : graph.topological_order()) order.push_back(Placement{op, {cover.chain_of[op]}});
-    return assemble(graph, "nimble", nlohmann::json{{"chains", cover.chains}}, std::move(device),
+    return assemble(graph, "nimble", StrategyOptions{.chains = cover.chains}, std::move(device),
                     std::vector<int>(cover.chains, 0), order);
 }
 

@@ -13,7 +13,7 @@ inline Plan serial(const OpGraph& graph, std::string device = {}) {
     std::vector<Placement> order;
     order.reserve(graph.op_count());
     for (OpId op : graph.topological_order()) order.push_back(Placement{op, {0}});
-    return assemble(graph, "serial", nlohmann::json::object(), std::move(device), {0}, order);
+    return assemble(graph, "serial", {}, std::move(device), {0}, order);
 }
 
 }  // namespace braid::strategy
