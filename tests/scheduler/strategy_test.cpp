@@ -182,11 +182,16 @@ TEST_CASE("compare_strategies plans each strategy once: the baselines' rows are 
     CHECK(c.serial_graph_ns == simulate_plan(t.graph, serial.plan, dev, t.costs, sim::LaunchMode::graph).result.makespan_ns);
     // braid's report: every candidate, judged ones with a time, and the winner's timeline kept.
     CHECK(br.candidates.size() == br.plan.options.candidates.value());
-    std::size_t judged = 0;
+    std::size_t judged = 0, cut = 0;
     for (const strategy::BraidCandidate& cand : br.candidates) {
-        if (cand.simulated_ns > 0.0) ++judged;
+        if (cand.simulated_ns > 0.0 || cand.cut_off) ++judged;
         CHECK((cand.eligible || cand.simulated_ns == 0.0));
+        if (!cand.cut_off) continue;
+        // A candidate given up early really was slower than the winner.
+        ++cut;
+        CHECK(simulate_plan(t.graph, cand.plan, dev, t.costs, co.mode).result.makespan_ns > br.predicted_ns);
     }
+    MESSAGE(judged << " candidates judged, " << cut << " of them given up early");
     CHECK(judged == br.plan.options.simulated.value());
     REQUIRE(br.chosen().simulated.has_value());
     CHECK(br.chosen().simulated->result.makespan_ns == br.predicted_ns);

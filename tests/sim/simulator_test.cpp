@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "braid/model/occupancy.hpp"
@@ -458,4 +459,27 @@ TEST_CASE("an empty program takes no time") {
     CHECK(r.makespan_ns == 0);
     CHECK(r.kernels.empty());
     CHECK(r.block_events == 0);
+}
+
+TEST_CASE("simulate_within gives up only on iterations sure to end after the limit") {
+    const DeviceSpec& dev = h200();
+    ProgramBuilder b({0, 0});
+    for (int i = 0; i < 6; ++i) b.launch(static_cast<std::uint32_t>(i % 2), one_per_sm("k" + std::to_string(i), 200, 4000));
+    const Result full = simulate(dev, b.p);
+    REQUIRE(full.makespan_ns > 0.0);
+    std::uint64_t events = 0;
+    // At or above the makespan: the same timeline as simulate().
+    for (double limit : {full.makespan_ns, full.makespan_ns * 2}) {
+        const std::optional<Result> r = simulate_within(dev, b.p, {}, limit, events);
+        REQUIRE(r.has_value());
+        CHECK(r->makespan_ns == full.makespan_ns);
+        CHECK(r->block_events == full.block_events);
+        CHECK(events == full.block_events);
+    }
+    // Below it: no answer, and only part of the work was simulated.
+    for (double fraction : {0.0, 0.3, 0.9}) {
+        CAPTURE(fraction);
+        CHECK_FALSE(simulate_within(dev, b.p, {}, full.makespan_ns * fraction, events).has_value());
+        CHECK(events < full.block_events);
+    }
 }

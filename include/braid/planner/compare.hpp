@@ -71,6 +71,7 @@ inline Comparison compare_strategies(const OpGraph& graph, const DeviceSpec& dev
         bo.max_streams = options.max_streams;
         bo.mode = options.mode;
         bo.sim = options.sim;
+        bo.keep_baseline_timelines = true;
         c.braid = strategy::braid_plan(graph, dev, costs, bo);
     }
     // A strategy's plan and its timeline in the comparison's mode.

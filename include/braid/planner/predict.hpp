@@ -2,7 +2,10 @@
 // simulator's timeline and its ratio to the iteration's lower bound.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <span>
+#include <utility>
 
 #include "braid/graph/op_graph.hpp"
 #include "braid/model/cost.hpp"
@@ -28,6 +31,20 @@ inline SimulatedPlan simulate_plan(const OpGraph& graph, const Plan& plan, const
     SimulatedPlan out;
     out.program = to_sim_program(compile(plan, graph), graph, dev, costs, mode);
     out.result = sim::simulate(dev, out.program, params);
+    return out;
+}
+
+// simulate_plan for a search that only wants plans faster than `limit_ns`:
+// nullopt once this one is sure to take longer (sim::simulate_within).
+inline std::optional<SimulatedPlan> simulate_plan_within(const OpGraph& graph, const Plan& plan, const DeviceSpec& dev,
+                                                         std::span<const OpCost> costs, sim::LaunchMode mode,
+                                                         const sim::Params& params, double limit_ns,
+                                                         std::uint64_t& block_events) {
+    SimulatedPlan out;
+    out.program = to_sim_program(compile(plan, graph), graph, dev, costs, mode);
+    std::optional<sim::Result> r = sim::simulate_within(dev, out.program, params, limit_ns, block_events);
+    if (!r) return std::nullopt;
+    out.result = std::move(*r);
     return out;
 }
 

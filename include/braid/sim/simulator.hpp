@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -38,13 +39,62 @@ public:
           bandwidth_bytes_per_ns_(dev.dram_bytes_per_ns()) {}
 
     Result run() {
+        run_until(std::numeric_limits<double>::infinity());
+        return finish();
+    }
+
+    // Runs until the iteration ends (true) or is sure to end after
+    // `limit_ns` (false): a kernel is still running past that time.
+    bool run_until(double limit_ns) {
         setup();
         for (std::uint32_t q = 0; q < queues_; ++q) worklist_.push_back(q);
         drain_worklist();
         sample_utilisation();
-        while (step()) {
+        while (step())
+            if (now_ > limit_ns && done_ < kernels_.size()) return false;
+        return true;
+    }
+
+    std::uint64_t block_events() const noexcept { return block_events_; }
+
+    // The timeline of a run that ended (run_until returned true).
+    Result finish() {
+        for (std::uint32_t k = 0; k < kernels_.size(); ++k)
+            if (kernels_[k].phase != Phase::done) throw SimError(describe_stall(k));
+        Result r;
+        for (std::uint32_t k = 0; k < kernels_.size(); ++k) {
+            std::uint32_t used = 0;
+            for (std::size_t w = 0; w < sm_words_; ++w) used += static_cast<std::uint32_t>(std::popcount(sm_bits_[k * sm_words_ + w]));
+            records_[k].sms_used = used;
+            r.makespan_ns = std::max(r.makespan_ns, records_[k].end_ns);
         }
-        return finish();
+        r.kernels = std::move(records_);
+
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> by_op;  // (op, kernel)
+        for (std::uint32_t k = 0; k < p_.kernels.size(); ++k)
+            if (p_.kernels[k].op != no_op) by_op.emplace_back(p_.kernels[k].op, k);
+        std::sort(by_op.begin(), by_op.end());
+        for (const auto& [op, k] : by_op) {
+            const KernelRecord& kr = r.kernels[k];
+            if (r.ops.empty() || r.ops.back().op != op) {
+                r.ops.push_back(OpRecord{op, kr.start_ns, kr.end_ns, kr.stream, kr.sms_used});
+                continue;
+            }
+            OpRecord& o = r.ops.back();
+            o.start_ns = std::min(o.start_ns, kr.start_ns);
+            o.end_ns = std::max(o.end_ns, kr.end_ns);
+            o.sms_used = std::max(o.sms_used, kr.sms_used);
+        }
+
+        double busy_time = 0.0;
+        for (std::size_t i = 0; i < utilisation_.size(); ++i) {
+            const double until = i + 1 < utilisation_.size() ? utilisation_[i + 1].time_ns : r.makespan_ns;
+            busy_time += utilisation_[i].busy_sms * std::max(0.0, until - utilisation_[i].time_ns);
+        }
+        r.mean_busy_sm_fraction = r.makespan_ns > 0.0 ? busy_time / (r.makespan_ns * sms_.sm_count()) : 0.0;
+        r.utilisation = std::move(utilisation_);
+        r.block_events = block_events_;
+        return r;
     }
 
 private:
@@ -183,6 +233,7 @@ private:
         free_batches_.push_back(b);
         if (ks.unplaced == 0 && ks.running == 0) {
             ks.phase = Phase::done;
+            ++done_;
             records_[k].end_ns = now_;
             --resident_;
             worklist_.push_back(queue_of(ks.stream));
@@ -333,44 +384,6 @@ private:
         last_warps_ = warps;
     }
 
-    Result finish() {
-        for (std::uint32_t k = 0; k < kernels_.size(); ++k)
-            if (kernels_[k].phase != Phase::done) throw SimError(describe_stall(k));
-        Result r;
-        for (std::uint32_t k = 0; k < kernels_.size(); ++k) {
-            std::uint32_t used = 0;
-            for (std::size_t w = 0; w < sm_words_; ++w) used += static_cast<std::uint32_t>(std::popcount(sm_bits_[k * sm_words_ + w]));
-            records_[k].sms_used = used;
-            r.makespan_ns = std::max(r.makespan_ns, records_[k].end_ns);
-        }
-        r.kernels = std::move(records_);
-
-        std::vector<std::pair<std::uint32_t, std::uint32_t>> by_op;  // (op, kernel)
-        for (std::uint32_t k = 0; k < p_.kernels.size(); ++k)
-            if (p_.kernels[k].op != no_op) by_op.emplace_back(p_.kernels[k].op, k);
-        std::sort(by_op.begin(), by_op.end());
-        for (const auto& [op, k] : by_op) {
-            const KernelRecord& kr = r.kernels[k];
-            if (r.ops.empty() || r.ops.back().op != op) {
-                r.ops.push_back(OpRecord{op, kr.start_ns, kr.end_ns, kr.stream, kr.sms_used});
-                continue;
-            }
-            OpRecord& o = r.ops.back();
-            o.start_ns = std::min(o.start_ns, kr.start_ns);
-            o.end_ns = std::max(o.end_ns, kr.end_ns);
-            o.sms_used = std::max(o.sms_used, kr.sms_used);
-        }
-
-        double busy_time = 0.0;
-        for (std::size_t i = 0; i < utilisation_.size(); ++i) {
-            const double until = i + 1 < utilisation_.size() ? utilisation_[i + 1].time_ns : r.makespan_ns;
-            busy_time += utilisation_[i].busy_sms * std::max(0.0, until - utilisation_[i].time_ns);
-        }
-        r.mean_busy_sm_fraction = r.makespan_ns > 0.0 ? busy_time / (r.makespan_ns * sms_.sm_count()) : 0.0;
-        r.utilisation = std::move(utilisation_);
-        r.block_events = block_events_;
-        return r;
-    }
 
     // Cannot happen for a checked program (every wait names an earlier
     // record); kept so a model bug reports instead of returning wrong times.
@@ -420,6 +433,7 @@ private:
     std::vector<std::uint32_t> admit_queue_;  // dispatched, waiting for a resident slot, by launch order
     std::vector<std::uint32_t> pending_;      // resident with blocks left, by (priority, launch order)
     std::uint32_t resident_ = 0;
+    std::size_t done_ = 0;  // kernels finished
 
     std::vector<Batch> batches_;
     std::vector<std::uint32_t> free_batches_;
@@ -438,6 +452,19 @@ private:
 // message names the kernel, stream or event.
 inline Result simulate(const DeviceSpec& dev, const Program& program, const Params& params = {}) {
     return detail::Engine(dev, program, params).run();
+}
+
+// simulate() for a search that only wants plans faster than `limit_ns`:
+// gives up (nullopt) as soon as a kernel is still running past that time, so
+// a losing candidate costs part of a simulation. `block_events` gets the
+// blocks started and finished either way.
+inline std::optional<Result> simulate_within(const DeviceSpec& dev, const Program& program, const Params& params,
+                                             double limit_ns, std::uint64_t& block_events) {
+    detail::Engine engine(dev, program, params);
+    const bool complete = engine.run_until(limit_ns);
+    block_events = engine.block_events();
+    if (!complete) return std::nullopt;
+    return engine.finish();
 }
 
 }  // namespace braid::sim

@@ -6,8 +6,9 @@
 // paired, small ops spread, batch splits where an op's kernels leave SMs idle.
 // A fluid model ranks every candidate; the block-level simulator judges the
 // best of them together with the baselines' own plans (serial, nimble, glp4nn,
-// and nimble's chains with braid's priorities); the fastest wins, ties going
-// to fewer streams and then fewer waits.
+// and nimble's chains with braid's priorities); the fastest plan that honours
+// the options wins, ties going to fewer streams and then fewer waits. A
+// candidate's simulation stops once it is sure to lose to the best so far.
 #pragma once
 
 #include <algorithm>
@@ -47,6 +48,10 @@ struct BraidOptions {
     sim::Params sim;
     std::uint32_t simulate_top = 20;                 // braid candidates the simulator judges (order: braid_plan)
     std::uint64_t block_event_budget = 120'000'000;  // simulated block events after which judging stops
+    // Simulate the baselines to the end and keep their timelines (what a
+    // strategy comparison shows); otherwise they too are given up once sure
+    // to lose.
+    bool keep_baseline_timelines = false;
 };
 
 // One candidate plan and what braid learnt about it.
@@ -54,7 +59,8 @@ struct BraidCandidate {
     PlanChoice choice;
     Plan plan;
     double fluid_ns = 0.0;       // the fluid model's estimate (0 for baselines, which it does not rank)
-    double simulated_ns = 0.0;   // the simulator's iteration time; 0 when not judged
+    double simulated_ns = 0.0;   // the simulator's iteration time; 0 when not judged or cut off
+    bool cut_off = false;        // judged, and given up once sure to be slower than the best so far
     bool eligible = true;        // honours the options (a baseline may want more than max_streams streams)
     // The simulator's program and timeline, kept for the baselines and the
     // winner (what a strategy comparison shows) and dropped for the rest.
@@ -384,27 +390,45 @@ inline BraidResult braid_plan(const OpGraph& graph, const DeviceSpec& dev, std::
     auto judge = [&](std::size_t i) {
         BraidCandidate& c = all[i];
         if (!c.eligible) return false;
-        for (std::size_t j : judged)  // the same plan twice: nothing to learn
-            if (all[j].plan.steps == c.plan.steps && all[j].plan.stream_priorities == c.plan.stream_priorities) return false;
-        SimulatedPlan sp = simulate_plan(graph, c.plan, dev, costs, options.mode, options.sim);
-        block_events += sp.result.block_events;
-        c.simulated_ns = sp.result.makespan_ns;
+        const bool wanted = i < baselines && options.keep_baseline_timelines;
+        for (std::size_t j : judged)  // the same plan twice: nothing to learn, unless its timeline is wanted
+            if (!wanted && all[j].plan.steps == c.plan.steps && all[j].plan.stream_priorities == c.plan.stream_priorities)
+                return false;
         judged.push_back(i);
         ++simulated;
+        // A candidate is given up once it is sure to lose to the best so far,
+        // unless it is a baseline whose timeline was asked for.
+        const bool to_the_end = !have_winner || wanted;
+        const double limit =
+            to_the_end ? std::numeric_limits<double>::infinity() : all[out.winner].simulated_ns * (1.0 + 1e-9);
+        std::uint64_t events = 0;
+        std::optional<SimulatedPlan> run =
+            simulate_plan_within(graph, c.plan, dev, costs, options.mode, options.sim, limit, events);
+        block_events += events;
+        if (!run) {
+            c.cut_off = true;
+            return true;
+        }
+        SimulatedPlan& sp = *run;
+        c.simulated_ns = sp.result.makespan_ns;
         const bool wins = !have_winner || better(c, all[out.winner]);
-        if (wins || i < baselines) c.simulated = std::move(sp);
+        if (wins || wanted) c.simulated = std::move(sp);
         if (wins) {
-            if (have_winner && out.winner >= baselines) all[out.winner].simulated.reset();
+            if (have_winner && !(out.winner < baselines && options.keep_baseline_timelines))
+                all[out.winner].simulated.reset();
             out.winner = i;
             have_winner = true;
         }
         return true;
     };
-    for (std::size_t i = 0; i < baselines; ++i) judge(i);
+    // Own schedules first, best-ranked first, so that a good time to beat
+    // is known early and the rest are given up sooner; then the baselines,
+    // which are always judged.
     for (std::size_t i = baselines; i < all.size(); ++i) {
         if (simulated_own >= options.simulate_top || block_events >= options.block_event_budget) break;
         if (judge(i)) ++simulated_own;
     }
+    for (std::size_t i = 0; i < baselines; ++i) judge(i);
     if (!have_winner) throw PlanError("braid: no candidate plan honours max_streams " + std::to_string(options.max_streams));
 
     const BraidCandidate& winner = all[out.winner];
