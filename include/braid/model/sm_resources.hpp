@@ -56,6 +56,9 @@ public:
 
     // How many more blocks of this demand fit right now.
     std::uint32_t fits(const BlockDemand& b) const noexcept {
+        // A full SM answers without a division: the simulator asks every SM
+        // each time a kernel waits for room.
+        if (free_blocks_ == 0 || free_warps_ < b.warps || free_smem_ < b.smem_bytes) return 0;
         std::uint32_t n = free_blocks_;
         if (b.warps) n = std::min(n, free_warps_ / b.warps);
         if (b.smem_bytes) n = static_cast<std::uint32_t>(std::min<std::uint64_t>(n, free_smem_ / b.smem_bytes));
