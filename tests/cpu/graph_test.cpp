@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -237,6 +238,45 @@ TEST_CASE("transitive reduction keeps reachability and removes every implied edg
         for (const Edge& e : red)
             for (const Edge& f : red)
                 if (f.from == e.from && f.to != e.to) REQUIRE_FALSE(full.test(f.to, e.to));
+    }
+}
+
+TEST_CASE("predecessors, successors and edges agree and are sorted by op id (random graphs)") {
+    std::mt19937 rng(11);
+    for (int trial = 0; trial < 40; ++trial) {
+        const int n = 2 + static_cast<int>(rng() % 40);
+        std::vector<std::pair<OpId, OpId>> added;
+        for (int i = 0; i < n; ++i)
+            for (int j = i + 1; j < n; ++j)
+                if (rng() % 4 == 0) added.emplace_back(static_cast<OpId>(i), static_cast<OpId>(j));
+        std::shuffle(added.begin(), added.end(), rng);  // the store must not keep insertion order
+        OpGraphBuilder b;
+        for (int i = 0; i < n; ++i) b.add_op(op("op" + std::to_string(i), {}, {}));
+        for (auto [from, to] : added) b.add_edge(from, to);
+        const OpGraph g = b.finalize();
+
+        std::vector<std::vector<OpId>> preds(n), succs(n);
+        std::sort(added.begin(), added.end());
+        for (auto [from, to] : added) {
+            succs[from].push_back(to);
+            preds[to].push_back(from);
+        }
+        REQUIRE(g.edge_count() == added.size());
+        std::vector<std::pair<OpId, OpId>> listed;
+        for (const Edge& e : g.edges()) {
+            listed.emplace_back(e.from, e.to);
+            CHECK(e.hazards == hazard_explicit);
+        }
+        CHECK(listed == added);
+        for (OpId v = 0; v < static_cast<OpId>(n); ++v) {
+            const auto p = g.predecessors(v), s = g.successors(v);
+            CHECK(std::vector<OpId>(p.begin(), p.end()) == preds[v]);
+            CHECK(std::vector<OpId>(s.begin(), s.end()) == succs[v]);
+            for (OpId w = 0; w < static_cast<OpId>(n); ++w)
+                CHECK(g.has_edge(v, w) == std::binary_search(succs[v].begin(), succs[v].end(), w));
+        }
+        CHECK_THROWS_AS(g.predecessors(static_cast<OpId>(n)), std::out_of_range);
+        CHECK_THROWS_AS(g.successors(static_cast<OpId>(n)), std::out_of_range);
     }
 }
 

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <map>
 #include <queue>
+#include <stdexcept>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
 
 #include "braid/detail/bit_matrix.hpp"
 #include "braid/error.hpp"
@@ -53,18 +54,27 @@ public:
     }
     bool has_op(std::string_view name) const { return op_by_name_.count(std::string(name)) != 0; }
 
-    std::span<const OpId> predecessors(OpId id) const { return preds_.at(id); }
-    std::span<const OpId> successors(OpId id) const { return succs_.at(id); }
+    // Both sorted by op id.
+    std::span<const OpId> predecessors(OpId id) const {
+        check_id(id);
+        // Boost's CSR graph has no contiguous in-neighbour range in its API;
+        // its in-edge rows keep the sources in m_backward, laid out like
+        // the targets adjacent_vertices() returns.
+        const auto& in = graph_.m_backward;
+        return {in.m_column.data() + in.m_rowstart[id], in.m_column.data() + in.m_rowstart[id + 1]};
+    }
+    std::span<const OpId> successors(OpId id) const {
+        check_id(id);
+        auto [first, last] = boost::adjacent_vertices(id, graph_);
+        return {first, last};
+    }
 
-    // Every edge once, sorted by (from, to).
+    // Every edge once, sorted by (from, to): the store's own order.
     std::vector<Edge> edges() const {
         std::vector<Edge> out;
         out.reserve(edge_count());
         for (auto [it, end] = boost::edges(graph_); it != end; ++it)
-            out.push_back(Edge{static_cast<OpId>(boost::source(*it, graph_)),
-                               static_cast<OpId>(boost::target(*it, graph_)), graph_[*it].hazards});
-        std::sort(out.begin(), out.end(),
-                  [](const Edge& a, const Edge& b) { return std::pair(a.from, a.to) < std::pair(b.from, b.to); });
+            out.push_back(Edge{boost::source(*it, graph_), boost::target(*it, graph_), graph_[*it].hazards});
         return out;
     }
     bool has_edge(OpId from, OpId to) const { return boost::edge(from, to, graph_).second; }
@@ -90,7 +100,7 @@ public:
         const std::size_t n = op_count();
         detail::BitMatrix reach(n, n);
         for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
-            for (OpId s : succs_[*it]) {
+            for (OpId s : successors(*it)) {
                 reach.set(*it, s);
                 reach.or_row(*it, s);
             }
@@ -106,7 +116,8 @@ public:
         std::vector<std::uint64_t> covered(reach.words_per_row());
         std::vector<OpId> by_topo;
         for (OpId u = 0; u < n; ++u) {
-            by_topo.assign(succs_[u].begin(), succs_[u].end());
+            const std::span<const OpId> succs = successors(u);
+            by_topo.assign(succs.begin(), succs.end());
             std::sort(by_topo.begin(), by_topo.end(),
                       [&](OpId a, OpId b) { return topo_pos_[a] < topo_pos_[b]; });
             std::fill(covered.begin(), covered.end(), 0);
@@ -127,7 +138,7 @@ public:
     std::vector<std::uint32_t> levels() const {
         std::vector<std::uint32_t> level(op_count(), 0);
         for (OpId v : topo_)
-            for (OpId p : preds_[v]) level[v] = std::max(level[v], level[p] + 1);
+            for (OpId p : predecessors(v)) level[v] = std::max(level[v], level[p] + 1);
         return level;
     }
     // How many ops sit on each level.
@@ -149,7 +160,7 @@ public:
         std::vector<OpId> best_pred(n, invalid_op);
         for (OpId v : topo_) {
             double start = 0.0;
-            for (OpId p : preds_[v])
+            for (OpId p : predecessors(v))
                 if (finish[p] > start || (finish[p] == start && best_pred[v] == invalid_op)) {
                     start = finish[p];
                     best_pred[v] = p;
@@ -173,7 +184,7 @@ public:
         std::vector<double> rank(op_count(), 0.0);
         for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
             double tail = 0.0;
-            for (OpId s : succs_[*it]) tail = std::max(tail, rank[s]);
+            for (OpId s : successors(*it)) tail = std::max(tail, rank[s]);
             rank[*it] = cost_ns[*it] + tail;
         }
         return rank;
@@ -204,16 +215,21 @@ private:
     struct EdgeInfo {
         std::uint8_t hazards = 0;
     };
-    using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property, EdgeInfo>;
+    // The one edge store: Boost.Graph's CSR graph is immutable like OpGraph
+    // and keeps each op's neighbours as contiguous, sorted OpIds (spans).
+    using Graph = boost::compressed_sparse_row_graph<boost::bidirectionalS, boost::no_property, EdgeInfo,
+                                                     boost::no_property, OpId, std::size_t>;
 
     OpGraph() = default;
+
+    void check_id(OpId id) const {
+        if (id >= op_count()) throw std::out_of_range("op id " + std::to_string(id) + " is out of range");
+    }
 
     std::vector<Op> ops_;
     std::vector<Buffer> buffers_;
     std::unordered_map<std::string, OpId> op_by_name_;
     Graph graph_;
-    std::vector<std::vector<OpId>> preds_;
-    std::vector<std::vector<OpId>> succs_;
     std::vector<OpId> topo_;
     std::vector<std::uint32_t> topo_pos_;
     std::string fingerprint_;
@@ -344,29 +360,26 @@ public:
         g.buffers_ = buffers_;
         g.op_by_name_ = op_by_name_;
 
-        std::unordered_map<std::uint64_t, std::uint8_t> edge_bits;
-        std::vector<std::pair<OpId, OpId>> edge_order;
+        std::unordered_map<std::uint64_t, std::uint8_t> edge_bits;  // from << 32 | to -> HazardBits
         auto add = [&](OpId from, OpId to, std::uint8_t bit) {
-            if (from == to) return;
-            std::uint64_t key = (std::uint64_t{from} << 32) | to;
-            auto [it, fresh] = edge_bits.emplace(key, 0);
-            if (fresh) edge_order.emplace_back(from, to);
-            it->second |= bit;
+            if (from != to) edge_bits[(std::uint64_t{from} << 32) | to] |= bit;
         };
         derive_hazards(add);
         for (auto [a, b] : explicit_edges_) add(a, b, hazard_explicit);
 
-        g.graph_ = OpGraph::Graph(ops_.size());
-        g.preds_.assign(ops_.size(), {});
-        g.succs_.assign(ops_.size(), {});
-        for (auto [a, b] : edge_order) {
-            std::uint8_t bits = edge_bits[(std::uint64_t{a} << 32) | b];
-            boost::add_edge(a, b, OpGraph::EdgeInfo{bits}, g.graph_);
-            g.succs_[a].push_back(b);
-            g.preds_[b].push_back(a);
+        // Fed in (from, to) order, the CSR rows come out sorted both ways.
+        std::vector<std::pair<std::uint64_t, std::uint8_t>> sorted(edge_bits.begin(), edge_bits.end());
+        std::sort(sorted.begin(), sorted.end());
+        std::vector<std::pair<OpId, OpId>> ends;
+        std::vector<OpGraph::EdgeInfo> hazards;
+        ends.reserve(sorted.size());
+        hazards.reserve(sorted.size());
+        for (auto [key, bits] : sorted) {
+            ends.emplace_back(static_cast<OpId>(key >> 32), static_cast<OpId>(key));
+            hazards.push_back({bits});
         }
-        for (auto& v : g.preds_) std::sort(v.begin(), v.end());
-        for (auto& v : g.succs_) std::sort(v.begin(), v.end());
+        g.graph_ = OpGraph::Graph(boost::edges_are_unsorted_multi_pass, ends.begin(), ends.end(), hazards.begin(),
+                                  static_cast<OpId>(ops_.size()));
         order_topologically(g);
         g.fingerprint_ = graph_fingerprint(g.ops_, g.edges());
         return g;
@@ -425,7 +438,7 @@ private:
         std::vector<std::uint32_t> pending(n);
         std::priority_queue<OpId, std::vector<OpId>, std::greater<>> ready;
         for (OpId v = 0; v < n; ++v) {
-            pending[v] = static_cast<std::uint32_t>(g.preds_[v].size());
+            pending[v] = static_cast<std::uint32_t>(g.predecessors(v).size());
             if (pending[v] == 0) ready.push(v);
         }
         g.topo_.reserve(n);
@@ -433,7 +446,7 @@ private:
             OpId v = ready.top();
             ready.pop();
             g.topo_.push_back(v);
-            for (OpId s : g.succs_[v])
+            for (OpId s : g.successors(v))
                 if (--pending[s] == 0) ready.push(s);
         }
         if (g.topo_.size() != n) throw GraphError(describe_cycle(g, pending));
@@ -451,7 +464,7 @@ private:
         while (seen_at[v] < 0) {
             seen_at[v] = static_cast<std::int64_t>(walk.size());
             walk.push_back(v);
-            for (OpId p : g.preds_[v])
+            for (OpId p : g.predecessors(v))
                 if (pending[p] != 0) {
                     v = p;
                     break;
