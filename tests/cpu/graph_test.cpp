@@ -280,6 +280,27 @@ TEST_CASE("predecessors, successors and edges agree and are sorted by op id (ran
     }
 }
 
+TEST_CASE("graphs are equal when ops, buffers and edges with their hazards are") {
+    auto build = [](std::uint64_t bytes, bool declare_edge) {
+        OpGraphBuilder b;
+        const BufferId x = b.add_buffer("x", bytes);
+        const OpId w = b.add_op(op("w", {}, {x}));
+        const OpId r = b.add_op(op("r", {x}, {}));
+        if (declare_edge) b.add_edge(w, r);
+        return b.finalize();
+    };
+    const OpGraph g = build(64, false);
+    const OpGraph copy = g;
+    CHECK(copy == g);
+    CHECK(build(64, false) == g);
+    // Same fingerprint, yet other graphs: another buffer size, or the edge
+    // declared as well as derived.
+    CHECK(build(128, false).fingerprint() == g.fingerprint());
+    CHECK(build(128, false) != g);
+    CHECK(build(64, true).fingerprint() == g.fingerprint());
+    CHECK(build(64, true) != g);
+}
+
 TEST_CASE("levels, widths and the critical path of a diamond") {
     OpGraphBuilder b;
     BufferId in = b.add_buffer("in", 8), l = b.add_buffer("l", 8), r = b.add_buffer("r", 8), out = b.add_buffer("out", 8);

@@ -48,11 +48,10 @@ inline nlohmann::json to_json(const OpGraph& graph) {
                           {"buffers", std::move(buffers)}, {"ops", std::move(ops)}, {"explicit_edges", std::move(edges)}};
 }
 
-// Rebuilds and finalizes the graph; errors carry the JSON path, after the
-// document's name when given ("g.json: $.ops[3]"). When the document has a
+// Rebuilds and finalizes the graph `r` points at, inside a larger document
+// too (a profile's "$.graph"); errors carry r's path. When the document has a
 // fingerprint, the rebuilt graph must match it.
-inline OpGraph graph_from_json(const nlohmann::json& json, const std::string& source = "") {
-    detail::JsonReader r(json, source.empty() ? "$" : source + ": $");
+inline OpGraph graph_from_json(const detail::JsonReader& r) {
     r.allow_only({"format", "version", "fingerprint", "buffers", "ops", "explicit_edges"});
     if (r.get<std::string>("format") != "braid.graph")
         r.at("format").fail("expected \"braid.graph\", got \"" + r.get<std::string>("format") + "\"");
@@ -150,6 +149,12 @@ inline OpGraph graph_from_json(const nlohmann::json& json, const std::string& so
     if (auto fp = r.find("fingerprint"); fp && fp->get<std::string>() != g.fingerprint())
         fp->fail("the rebuilt graph is " + g.fingerprint() + ", the document says " + fp->get<std::string>());
     return g;
+}
+
+// Errors carry the JSON path after the document's name when given
+// ("g.json: $.ops[3]").
+inline OpGraph graph_from_json(const nlohmann::json& json, const std::string& source = "") {
+    return graph_from_json(detail::JsonReader(json, source.empty() ? "$" : source + ": $"));
 }
 
 }  // namespace braid

@@ -67,6 +67,8 @@ struct Buffer {
     // Filled by the builder: the root allocation and the offset in it.
     BufferId root = 0;
     std::uint64_t root_offset_bytes = 0;
+
+    friend bool operator==(const Buffer&, const Buffer&) = default;
 };
 
 // What a user declares to add an op. Dependencies come from `reads` and
@@ -92,6 +94,8 @@ struct Op {
     std::uint32_t split_batch = 0;
 
     bool splittable() const noexcept { return split_batch > 1; }
+
+    friend bool operator==(const Op&, const Op&) = default;
 };
 
 // Why an edge exists. An edge may have several reasons.
@@ -106,6 +110,8 @@ struct Edge {
     OpId from = 0;
     OpId to = 0;
     std::uint8_t hazards = 0;  // HazardBits
+
+    friend bool operator==(const Edge&, const Edge&) = default;
 };
 
 inline std::string hazard_names(std::uint8_t hazards) {

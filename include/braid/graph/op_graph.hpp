@@ -209,6 +209,12 @@ public:
 
     static constexpr OpId invalid_op = ~OpId{0};
 
+    // Same ops, buffers and edges with their hazards: the fingerprint covers
+    // neither buffer sizes nor why an edge exists.
+    friend bool operator==(const OpGraph& a, const OpGraph& b) {
+        return a.ops_ == b.ops_ && a.buffers_ == b.buffers_ && a.edges() == b.edges();
+    }
+
 private:
     friend class OpGraphBuilder;
 
