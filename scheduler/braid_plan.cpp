@@ -70,9 +70,9 @@ Problem load_problem(const Options& o) {
     if (!o.profile.empty()) {
         if (!std::filesystem::exists(o.profile)) throw braid::Error("cannot read profile '" + o.profile + "': no such file");
         braid::Profile prof = braid::load_profile(o.profile);
-        if (prof.graph.is_null())
+        if (!prof.graph)
             throw braid::Error("profile '" + o.profile + "' has no embedded graph (written by an older braid-profile); profile again");
-        p.profiled = braid::graph_from_json(prof.graph, o.profile + " (its embedded graph)");
+        p.profiled = *prof.graph;
         p.device = pick_device(o, &prof.device);
         const std::string warning = braid::profile_device_warning(prof, p.device);
         if (!warning.empty()) p.warnings.push_back(warning);

@@ -3,12 +3,15 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "braid/model/device_table.hpp"
 #include "braid/profiler/profile_json.hpp"
 #include "profiler_fixtures.hpp"
+#include "test_graphs.hpp"
 
 using namespace braid;
 using nlohmann::json;
@@ -20,6 +23,7 @@ Profile sample_profile() {
     Profile p;
     p.device = find_device("h100");
     p.graph_fingerprint = g.fingerprint();
+    p.graph = g;
     p.run.network = "demo";
     p.run.settings = {{"m", 1024}, {"n", 512}};
     p.run.warmup_iterations = 2;
@@ -133,6 +137,13 @@ TEST_CASE("malformed profiles are rejected with the path of the bad field") {
     CHECK(broken([](json& j) { j["durations_only"] = true; })
               .find("$.ops[0]: a durations-only profile lists no kernels or transfers") == 0);
     CHECK(broken([](json& j) { j["ops"][0] = 3; }) == "$.ops[0]: expected an object, got an integer");
+    CHECK(broken([](json& j) { j["graph"]["ops"][1]["kind"] = "sideways"; }) ==
+          "$.graph.ops[1].kind: unknown op kind 'sideways'");
+    CHECK(broken([](json& j) { j["graph"]["fingerprint"] = "fnv1a64:0000000000000000"; })
+              .find("$.graph.fingerprint: the rebuilt graph is ") == 0);
+    CHECK(broken([](json& j) { j["graph"] = to_json(braid::testing::diamond().graph); })
+              .find("$.graph: the embedded graph is " + braid::testing::diamond().graph.fingerprint() +
+                    " but the profile is for ") == 0);
 }
 
 TEST_CASE("a malformed profile file is named in the error") {
@@ -151,6 +162,35 @@ TEST_CASE("a malformed profile file is named in the error") {
     }
     CHECK_THROWS_WITH_AS(load_profile(path), (path + ": $.ops[1].kernels[0].grid[0]: must be >= 1").c_str(),
                          FormatError);
+    {
+        json j = to_json(sample_profile());
+        j["graph"]["ops"][2]["reads"][0] = "nowhere";
+        std::ofstream out(path);
+        out << j.dump(2);
+    }
+    CHECK_THROWS_WITH_AS(load_profile(path),
+                         (path + ": $.graph.ops[2].reads[0]: op 'right' names unknown buffer 'nowhere'").c_str(),
+                         FormatError);
     std::remove(path.c_str());
     CHECK_THROWS_WITH_AS(load_profile("no-such-profile.json"), doctest::Contains("no-such-profile.json"), Error);
+}
+
+// ../shared/h200 holds the only real GPU profiles; outside CI it may be absent.
+TEST_CASE("the H200 profiles load with their embedded graphs and survive a round trip") {
+    const std::filesystem::path dir = std::filesystem::path(BRAID_SOURCE_DIR) / ".." / "shared" / "h200";
+    std::vector<std::filesystem::path> files;
+    if (std::filesystem::is_directory(dir))
+        for (const auto& entry : std::filesystem::directory_iterator(dir))
+            if (entry.path().string().ends_with(".profile.json")) files.push_back(entry.path());
+    if (files.empty()) {
+        MESSAGE("no *.profile.json under " << dir.string() << ": skipped");
+        return;
+    }
+    for (const std::filesystem::path& file : files) {
+        CAPTURE(file.string());
+        const Profile p = load_profile(file.string());
+        REQUIRE(p.graph);
+        CHECK(p.graph->fingerprint() == p.graph_fingerprint);
+        CHECK(profile_from_json(json::parse(to_json(p).dump())) == p);
+    }
 }

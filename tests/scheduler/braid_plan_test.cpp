@@ -195,7 +195,7 @@ TEST_CASE("braid-plan plans a graph embedded in a profile, on the profile's devi
     Profile prof;
     prof.device = find_device("h100");
     prof.graph_fingerprint = g.fingerprint();
-    prof.graph = to_json(g);
+    prof.graph = g;
     prof.run.network = "hand-made";
     prof.run.measured_iterations = 3;
     for (const Op& op : g.ops()) {
@@ -232,7 +232,7 @@ TEST_CASE("braid-plan plans a graph embedded in a profile, on the profile's devi
     CHECK(j["warnings"][0].get<std::string>().find("H100") != std::string::npos);
 
     // A profile without its graph cannot be planned, and says why.
-    prof.graph = nullptr;
+    prof.graph.reset();
     save_profile(prof, (dir / "old.json").string());
     r = run_tool("--profile " + (dir / "old.json").string());
     CHECK(r.status != 0);

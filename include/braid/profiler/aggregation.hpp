@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "braid/graph/graph_json.hpp"
 #include "braid/graph/op_graph.hpp"
 #include "braid/model/device_spec.hpp"
 #include "braid/profiler/attribution.hpp"
@@ -221,7 +220,7 @@ inline Profile make_profile(const DeviceSpec& device, const OpGraph& graph, Prof
     Profile p;
     p.device = device;
     p.graph_fingerprint = graph.fingerprint();
-    p.graph = to_json(graph);
+    p.graph = graph;
     p.run = std::move(run);
     p.timing = timing;
     p.durations_only = timing == ProfileTiming::cuda_events;

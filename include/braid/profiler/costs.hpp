@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -84,18 +85,17 @@ inline OpCosts costs_from_profile(const Profile& profile, const OpGraph& graph, 
                            "' plan; costs come from a serial profile: profile again with a serial plan");
     // The fingerprint covers ops and edges, not tensor sizes: the same net at
     // another image size matches it. The embedded graph knows the sizes.
-    if (profile.graph.is_object() && profile.graph.contains("buffers") && profile.graph["buffers"].is_array()) {
-        const nlohmann::json& buffers = profile.graph["buffers"];
+    if (profile.graph) {
+        const std::span<const Buffer> buffers = profile.graph->buffers();
         if (buffers.size() != graph.buffer_count())
             throw ProfileError("the profile's graph has " + std::to_string(buffers.size()) + " buffers, this graph " +
                                std::to_string(graph.buffer_count()) + ": profile the graph again");
         for (const Buffer& b : graph.buffers()) {
-            const nlohmann::json& pb = buffers[b.id];
-            if (pb.value("name", std::string()) != b.name || pb.value("bytes", std::uint64_t{0}) != b.bytes)
+            const Buffer& pb = buffers[b.id];
+            if (pb.name != b.name || pb.bytes != b.bytes)
                 throw ProfileError("buffer '" + b.name + "' has " + std::to_string(b.bytes) +
                                    " bytes here but the profiled graph's buffer " + std::to_string(b.id) + " is '" +
-                                   pb.value("name", std::string("?")) + "' with " +
-                                   std::to_string(pb.value("bytes", std::uint64_t{0})) +
+                                   pb.name + "' with " + std::to_string(pb.bytes) +
                                    " bytes (another batch or image size?): profile the graph again");
         }
     }

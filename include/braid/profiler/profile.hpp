@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "braid/error.hpp"
-#include "braid/graph/op.hpp"
+#include "braid/graph/op_graph.hpp"
 #include "braid/model/device_spec.hpp"
 #include "braid/model/kernel.hpp"
 
@@ -156,10 +156,9 @@ struct Profile {
 
     DeviceSpec device;                  // the GPU it was measured on
     std::string graph_fingerprint;      // OpGraph::fingerprint() of the graph that ran
-    // The graph itself ("braid.graph" document, braid/graph/graph_json.hpp),
-    // so the profile can be planned without the program that made it; null
-    // when not stored.
-    nlohmann::json graph;
+    // The graph itself, so the profile can be planned without the program
+    // that made it; empty when not stored.
+    std::optional<OpGraph> graph;
     ProfileRun run;
     ProfileTiming timing = ProfileTiming::cupti;
     // Kernels unknown: every op has only its duration (CUPTI could not start).

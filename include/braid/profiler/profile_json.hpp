@@ -13,6 +13,7 @@
 
 #include "braid/detail/json_reader.hpp"
 #include "braid/error.hpp"
+#include "braid/graph/graph_json.hpp"
 #include "braid/model/device_json.hpp"
 #include "braid/profiler/profile.hpp"
 
@@ -98,7 +99,7 @@ inline nlohmann::json to_json(const Profile& p) {
         {"version", Profile::format_version},
         {"device", to_json(p.device)},
         {"graph_fingerprint", p.graph_fingerprint},
-        {"graph", p.graph},
+        {"graph", p.graph ? to_json(*p.graph) : nlohmann::json()},
         {"run",
          {
              {"network", p.run.network},
@@ -137,11 +138,10 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
     p.graph_fingerprint = r.get<std::string>("graph_fingerprint");
     if (p.graph_fingerprint.empty()) r.at("graph_fingerprint").fail("must not be empty");
     if (auto g = r.find("graph")) {
-        g->expect_object();
-        if (g->get_or<std::string>("fingerprint", p.graph_fingerprint) != p.graph_fingerprint)
-            g->at("fingerprint").fail("the embedded graph is " + g->get<std::string>("fingerprint") +
-                                      " but the profile is for " + p.graph_fingerprint);
-        p.graph = g->json();
+        p.graph = graph_from_json(*g);
+        if (p.graph->fingerprint() != p.graph_fingerprint)
+            g->fail("the embedded graph is " + p.graph->fingerprint() + " but the profile is for " +
+                    p.graph_fingerprint);
     }
     {
         const detail::JsonReader run = r.at("run");
