@@ -247,7 +247,7 @@ int run_profile_tool(const ProfileToolOptions& opt) {
     po.stream_of = [&](const OpContext& ctx) { return backend.lane(ctx.lane).stream; };
     ProfileRun run;
     run.network = opt.network;
-    run.settings = net.config().to_json();
+    run.settings = net.config().settings();
     run.plan = "serial";
     run.tool = tool_name();
     if (opt.no_cupti) fmt::print("CUPTI off (--no-cupti): timing each op with CUDA events, durations only\n");

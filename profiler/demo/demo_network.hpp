@@ -17,8 +17,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "braid/cuda/resources.hpp"
 #include "braid/exec/op_context.hpp"
 #include "braid/graph/op_graph.hpp"
@@ -32,7 +30,7 @@ struct DemoConfig {
     int k = 512;   // inner dimension
     int loss_blocks = 64;
 
-    nlohmann::json to_json() const { return {{"m", m}, {"n", n}, {"k", k}, {"loss_blocks", loss_blocks}}; }
+    ProfileSettings settings() const { return {{"m", m}, {"n", n}, {"k", k}, {"loss_blocks", loss_blocks}}; }
 };
 
 // The demo's op graph alone (no device memory). Throws Error for a bad

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,7 @@ Profile sample_profile() {
     p.graph_fingerprint = g.fingerprint();
     p.graph = g;
     p.run.network = "demo";
-    p.run.settings = {{"m", 1024}, {"n", 512}};
+    p.run.settings = {{"m", 1024}, {"scale", 2.0}, {"fp16", true}, {"variant", "b"}};
     p.run.warmup_iterations = 2;
     p.run.measured_iterations = 5;
     p.run.tool = "test";
@@ -137,6 +138,15 @@ TEST_CASE("malformed profiles are rejected with the path of the bad field") {
     CHECK(broken([](json& j) { j["durations_only"] = true; })
               .find("$.ops[0]: a durations-only profile lists no kernels or transfers") == 0);
     CHECK(broken([](json& j) { j["ops"][0] = 3; }) == "$.ops[0]: expected an object, got an integer");
+    CHECK(broken([](json& j) { j["run"]["settings"]["m"] = json::object(); }) ==
+          "$.run.settings.m: expected a number, string or bool, got object");
+    CHECK(broken([](json& j) { j["run"]["settings"]["m"] = json::array({1}); }) ==
+          "$.run.settings.m: expected a number, string or bool, got array");
+    CHECK(broken([](json& j) { j["run"]["settings"]["m"] = nullptr; }) ==
+          "$.run.settings.m: expected a number, string or bool, got null");
+    CHECK(broken([](json& j) { j["run"]["settings"]["m"] = std::numeric_limits<std::uint64_t>::max(); }) ==
+          "$.run.settings.m: integer 18446744073709551615 is too large");
+    CHECK(broken([](json& j) { j["run"]["settings"] = 3; }) == "$.run.settings: expected an object, got an integer");
     CHECK(broken([](json& j) { j["graph"]["ops"][1]["kind"] = "sideways"; }) ==
           "$.graph.ops[1].kind: unknown op kind 'sideways'");
     CHECK(broken([](json& j) { j["graph"]["fingerprint"] = "fnv1a64:0000000000000000"; })
@@ -144,6 +154,28 @@ TEST_CASE("malformed profiles are rejected with the path of the bad field") {
     CHECK(broken([](json& j) { j["graph"] = to_json(braid::testing::diamond().graph); })
               .find("$.graph: the embedded graph is " + braid::testing::diamond().graph.fingerprint() +
                     " but the profile is for ") == 0);
+}
+
+TEST_CASE("settings keep their types through a round trip") {
+    const Profile p = sample_profile();
+    const Profile back = profile_from_json(json::parse(to_json(p).dump()));
+    CHECK(std::get<std::int64_t>(back.run.settings.at("m")) == 1024);
+    CHECK(std::get<double>(back.run.settings.at("scale")) == 2.0);  // a whole number, still a double
+    CHECK(std::get<bool>(back.run.settings.at("fp16")));
+    CHECK(std::get<std::string>(back.run.settings.at("variant")) == "b");
+}
+
+// nlohmann parses and destroys deep documents without recursion but copies
+// them recursively: a nested setting must be refused before any copy.
+TEST_CASE("settings nested 100,000 levels deep are refused, not a crash") {
+    json j = to_json(sample_profile());
+    j["run"]["settings"] = "DEEP";
+    std::string text = j.dump();
+    std::string deep;
+    for (int i = 0; i < 100000; ++i) deep += "{\"m\": ";
+    deep += "1" + std::string(100000, '}');
+    text.replace(text.find("\"DEEP\""), 6, deep);
+    CHECK(load_error(json::parse(text)) == "$.run.settings.m: expected a number, string or bool, got object");
 }
 
 TEST_CASE("a malformed profile file is named in the error") {

@@ -73,7 +73,7 @@ struct DemoRun {
         o.stream_of = [this](const OpContext& ctx) { return backend.lane(ctx.lane).stream; };
         ProfileRun run;
         run.network = "demo";
-        run.settings = net.config().to_json();
+        run.settings = net.config().settings();
         return profile_on_cuda(net.graph(), cuda::device_spec_from_cuda(0), run, o, [this](ProfilingHook* hook) {
             executor.set_profiling_hook(hook);
             executor.run();

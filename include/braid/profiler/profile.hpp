@@ -8,13 +8,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "braid/error.hpp"
 #include "braid/graph/op_graph.hpp"
@@ -130,14 +130,19 @@ struct UnattributedWork {
     friend bool operator==(const UnattributedWork&, const UnattributedWork&) = default;
 };
 
+// One setting of the profiled network (a batch size, a flag, a variant's
+// name): scalars only, so settings stay flat, comparable and printable.
+using ProfileSetting = std::variant<std::int64_t, double, bool, std::string>;
+using ProfileSettings = std::map<std::string, ProfileSetting>;
+
 // What was run to make the profile.
 struct ProfileRun {
-    std::string network;                                    // "demo", "googlenet", ...
-    nlohmann::json settings = nlohmann::json::object();     // the network's settings (batch, sizes)
-    std::string plan = "serial";                            // the plan the iterations ran on
+    std::string network;           // "demo", "googlenet", ...
+    ProfileSettings settings;      // the network's settings (batch, sizes), by name
+    std::string plan = "serial";   // the plan the iterations ran on
     std::uint32_t warmup_iterations = 0;
     std::uint32_t measured_iterations = 0;
-    std::string tool;                                       // what wrote it ("braid-profile 0.1.0")
+    std::string tool;              // what wrote it ("braid-profile 0.1.0")
 
     friend bool operator==(const ProfileRun&, const ProfileRun&) = default;
 };

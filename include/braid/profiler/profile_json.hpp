@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -57,6 +58,35 @@ inline Dim3 dim3_from_json(const JsonReader& r) {
     return d;
 }
 
+inline nlohmann::json settings_json(const ProfileSettings& settings) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [name, value] : settings)
+        out[name] = std::visit([](const auto& v) { return nlohmann::json(v); }, value);
+    return out;
+}
+
+// Scalars only: a nested value is refused here, before anything copies it
+// (copying a deeply nested document recurses until the stack runs out).
+inline ProfileSettings settings_from_json(const JsonReader& r) {
+    r.expect_object();
+    ProfileSettings out;
+    for (auto it = r.json().begin(); it != r.json().end(); ++it) {
+        const JsonReader s = r.at(it.key());
+        const nlohmann::json& j = s.json();
+        if (j.is_boolean())
+            out.emplace(it.key(), j.get<bool>());
+        else if (j.is_string())
+            out.emplace(it.key(), j.get<std::string>());
+        else if (j.is_number_float())
+            out.emplace(it.key(), j.get<double>());
+        else if (j.is_number_integer())
+            out.emplace(it.key(), s.get<std::int64_t>());  // refuses integers beyond int64
+        else
+            s.fail(std::string("expected a number, string or bool, got ") + json_type_name(j));
+    }
+    return out;
+}
+
 }  // namespace detail
 
 inline nlohmann::json to_json(const Profile& p) {
@@ -103,7 +133,7 @@ inline nlohmann::json to_json(const Profile& p) {
         {"run",
          {
              {"network", p.run.network},
-             {"settings", p.run.settings},
+             {"settings", detail::settings_json(p.run.settings)},
              {"plan", p.run.plan},
              {"warmup_iterations", p.run.warmup_iterations},
              {"measured_iterations", p.run.measured_iterations},
@@ -147,10 +177,7 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
         const detail::JsonReader run = r.at("run");
         run.allow_only({"network", "settings", "plan", "warmup_iterations", "measured_iterations", "tool"});
         p.run.network = run.get<std::string>("network");
-        if (auto s = run.find("settings")) {
-            s->expect_object();
-            p.run.settings = s->json();
-        }
+        if (auto s = run.find("settings")) p.run.settings = detail::settings_from_json(*s);
         p.run.plan = run.get_or<std::string>("plan", "serial");
         p.run.warmup_iterations = run.get<std::uint32_t>("warmup_iterations");
         p.run.measured_iterations = run.get<std::uint32_t>("measured_iterations");
