@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "braid/cuda/backend.hpp"
+#include "braid/exec/executor.hpp"
 #include "dispatch_graph.hpp"
 #include "executor_kernels.h"
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "braid/cuda/backend.hpp"
+#include "braid/exec/executor.hpp"
 #include "executor_kernels.h"
 #include "random_case.hpp"
 

@@ -18,7 +18,7 @@ namespace {
 template <class Record>
 Trace convert(const Record& r) {
     Trace t;
-    detail::convert_record(reinterpret_cast<const CUpti_Activity*>(&r), t);
+    profiler::detail::convert_record(reinterpret_cast<const CUpti_Activity*>(&r), t);
     return t;
 }
 
@@ -136,7 +136,7 @@ TEST_CASE("CUPTI memcpy, memset, external-correlation and API records convert") 
 
 TEST_CASE("a libcupti that cannot be loaded is a CuptiError that says what to do") {
     ::setenv("BRAID_CUPTI_LIBRARY", "/nonexistent/libcupti.so.13", 1);
-    const detail::CuptiLoad load = detail::load_cupti();
+    const profiler::detail::CuptiLoad load = profiler::detail::load_cupti();
     ::unsetenv("BRAID_CUPTI_LIBRARY");
     REQUIRE(load.error);
     CHECK(load.error->failure() == CuptiFailure::library_missing);
@@ -146,19 +146,19 @@ TEST_CASE("a libcupti that cannot be loaded is a CuptiError that says what to do
 }
 
 TEST_CASE("the toolkit's libcupti, when found, is the version braid was built for") {
-    const detail::CuptiLoad load = detail::load_cupti();
+    const profiler::detail::CuptiLoad load = profiler::detail::load_cupti();
     if (load.error) {
         MESSAGE("libcupti not loadable here: " << load.error->what());
         CHECK(load.error->failure() == CuptiFailure::library_missing);
         return;
     }
     MESSAGE("loaded " << load.api.library << ", API version " << load.api.version);
-    CHECK(detail::cupti_major(load.api.version) == detail::cupti_major(CUPTI_API_VERSION));
+    CHECK(profiler::detail::cupti_major(load.api.version) == profiler::detail::cupti_major(CUPTI_API_VERSION));
     CHECK(static_cast<bool>(load.api.ActivityPushExternalCorrelationId));
 }
 
 TEST_CASE("each CUPTI failure says which and what to do") {
-    auto failure = [](CUptiResult r) { return detail::cupti_failure(r, "cuptiActivityEnable"); };
+    auto failure = [](CUptiResult r) { return profiler::detail::cupti_failure(r, "cuptiActivityEnable"); };
     CHECK(failure(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES).failure() == CuptiFailure::insufficient_privileges);
     CHECK(contains(failure(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES).what(), "NVreg_RestrictProfilingToAdminUsers"));
     CHECK(failure(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED).failure() == CuptiFailure::another_profiler);
@@ -167,8 +167,8 @@ TEST_CASE("each CUPTI failure says which and what to do") {
     CHECK(failure(CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED).failure() == CuptiFailure::device_unsupported);
     CHECK(failure(CUPTI_ERROR_INVALID_PARAMETER).failure() == CuptiFailure::other);
     CHECK(contains(failure(CUPTI_ERROR_INVALID_PARAMETER).what(), "cuptiActivityEnable failed"));
-    CHECK(detail::cupti_major(130001) == 13);
-    CHECK(detail::cupti_major(24) == 12);
+    CHECK(profiler::detail::cupti_major(130001) == 13);
+    CHECK(profiler::detail::cupti_major(24) == 12);
 }
 
 TEST_CASE("without a usable GPU a tracer does not start, and leaves nothing behind") {

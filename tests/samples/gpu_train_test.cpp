@@ -87,7 +87,7 @@ braid::Plan split_everything(const braid::OpGraph& graph, std::uint32_t parts) {
     std::vector<braid::strategy::Placement> order;
     for (braid::OpId op : graph.topological_order())
         order.push_back({op, std::vector<std::uint32_t>(graph.op(op).splittable() ? parts : 1, 0)});
-    return braid::strategy::assemble(graph, "split", nlohmann::json::object(), "", {0}, order);
+    return braid::strategy::assemble(graph, "split", {}, "", {0}, order);
 }
 
 }  // namespace

@@ -110,7 +110,7 @@ TEST_CASE("the split granule of a plan divides every part boundary") {
         std::vector<braid::strategy::Placement> order;
         for (braid::OpId op : tg.graph.topological_order())
             order.push_back({op, std::vector<std::uint32_t>(tg.graph.op(op).splittable() ? parts : 1, 0)});
-        return braid::strategy::assemble(tg.graph, "split", nlohmann::json::object(), "", {0}, order);
+        return braid::strategy::assemble(tg.graph, "split", {}, "", {0}, order);
     };
     CHECK(split_granule(split_all(2), tg.graph) == 2);  // 4 images: [0, 2), [2, 4)
     CHECK(split_granule(split_all(3), tg.graph) == 1);  // [0, 2), [2, 3), [3, 4)
