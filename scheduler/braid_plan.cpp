@@ -15,7 +15,6 @@
 #include <fmt/core.h>
 
 #include "braid/braid.hpp"
-#include "braid/graph/graph_json.hpp"
 #include "braid/profiler/costs.hpp"
 #include "braid/profiler/profile_json.hpp"
 #include "nets/zoo.hpp"
