@@ -245,7 +245,7 @@ TEST_CASE("device JSON: round trip and errors that name the field") {
 
     j = to_json(find_device("h100"));
     j["regs_per_sm"] = "lots";
-    CHECK(error_of([&] { (void)device_from_json(j); }) == "$.regs_per_sm: expected an integer, got string");
+    CHECK(error_of([&] { (void)device_from_json(j); }) == "$.regs_per_sm: expected an integer, got a string");
 
     j = to_json(find_device("h100"));
     j["compute_capability"] = "nine";

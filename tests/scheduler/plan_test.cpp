@@ -286,7 +286,7 @@ TEST_CASE("plans round-trip through JSON; malformed and stale plans are rejected
     auto load = [&](nlohmann::json j) { return error_of([&] { (void)plan_from_json(j, t.graph, "plan.json"); }); };
     nlohmann::json j = good;
     j["format"] = "braid.profile";
-    CHECK(load(j) == "plan.json: $.format: expected \"braid.plan\", got \"braid.profile\"");
+    CHECK(load(j) == "plan.json: $: this is a braid.profile, not a braid.plan");
     j = good;
     j["version"] = 7;
     CHECK(load(j) == "plan.json: $.version: this braid reads plan version 1, not 7");
@@ -298,7 +298,7 @@ TEST_CASE("plans round-trip through JSON; malformed and stale plans are rejected
     CHECK(load(j).find("plan.json: $.steps[1].stream: stream 9 does not exist") == 0);
     j = good;
     j["steps"][1]["stream"] = "zero";
-    CHECK(load(j) == "plan.json: $.steps[1].stream: expected an integer, got string");
+    CHECK(load(j) == "plan.json: $.steps[1].stream: expected an integer, got a string");
     j = good;
     j.erase("waits");
     CHECK(load(j) == "plan.json: $.waits: required field is missing");
@@ -403,12 +403,18 @@ TEST_CASE("strategy options are typed and round-trip through JSON; bad ones name
     j["options"] = 3;
     CHECK(load(j) == "plan.json: $.options: expected an object, got an integer");
 
-    // Options nested 100,000 levels deep (600 KB) are refused at the first
-    // level that is not a plan option, without walking the rest.
+    // Options nested 100,000 levels deep (600 KB) are refused before the
+    // JSON parser builds anything, at the bracket that goes too deep.
     std::string deep = good.dump();
     const std::string nest = std::string(100'000, '[') + std::string(100'000, ']');
     deep.insert(deep.find("\"options\":{") + 11, "\"deep\":" + nest + ",");
-    CHECK(error_of([&] { (void)plan_from_json(detail::parse_json(deep, "plan.json"), t.graph, "plan.json"); })
+    const std::string deep_error = error_of([&] { (void)detail::parse_json(deep, "plan.json"); });
+    CHECK(deep_error.find("plan.json:1:") == 0);
+    CHECK(deep_error.find("nested more than 64 levels deep") != std::string::npos);
+    // One level short of the limit, a nested option is still refused by name.
+    std::string nested = good.dump();
+    nested.insert(nested.find("\"options\":{") + 11, "\"deep\":" + std::string(60, '[') + std::string(60, ']') + ",");
+    CHECK(error_of([&] { (void)plan_from_json(detail::parse_json(nested, "plan.json"), t.graph, "plan.json"); })
               .find("plan.json: $.options.deep: unknown field") == 0);
 }
 

@@ -2,6 +2,8 @@
 // knows its JSON path ("$.steps[3].stream") and says what it expected.
 #pragma once
 
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <fstream>
 #include <initializer_list>
@@ -21,8 +23,23 @@ namespace braid::detail {
 inline const char* json_type_name(const nlohmann::json& j) {
     if (j.is_number_integer()) return "an integer";
     if (j.is_number_float()) return "a number";
+    if (j.is_object()) return "an object";
+    if (j.is_array()) return "an array";
+    if (j.is_string()) return "a string";
+    if (j.is_boolean()) return "true or false";
+    if (j.is_null()) return "null";
     return j.type_name();
 }
+
+// What a document braid reads may hold. Far above anything braid writes
+// (its largest profiles are under 1 MB, 8 levels deep), low enough that a
+// hostile file is refused before it costs much memory or stack.
+struct DocumentLimits {
+    static constexpr std::uint64_t max_bytes = std::uint64_t{256} << 20;   // the whole file
+    static constexpr std::size_t max_depth = 64;                           // nested arrays and objects
+    static constexpr std::size_t max_string_bytes = std::size_t{1} << 20;  // one string or key
+    static constexpr std::size_t max_array_items = std::size_t{1} << 22;   // one array
+};
 
 class JsonReader {
 public:
@@ -49,7 +66,26 @@ public:
 
     std::size_t size() const {
         if (!value_->is_array()) fail(std::string("expected an array, got ") + json_type_name(*value_));
+        if (value_->size() > DocumentLimits::max_array_items)
+            fail("an array of " + std::to_string(value_->size()) + " items, more than the " +
+                 std::to_string(DocumentLimits::max_array_items) + " braid reads");
         return value_->size();
+    }
+
+    // The document is a `format` ("braid.plan"): says so when it is another
+    // braid document or none, before any field is looked at.
+    void expect_format(std::string_view format) const {
+        const std::string want(format);
+        if (!value_->is_object())
+            fail("expected a " + want + " document (a JSON object), got " + json_type_name(*value_));
+        auto it = value_->find("format");
+        if (it == value_->end())
+            fail("no \"format\" field: not a " + want + " document");
+        if (!it->is_string()) at("format").fail("expected a string such as \"" + want + "\"");
+        const std::string got = it->get<std::string>();
+        if (got == want) return;
+        if (got.rfind("braid.", 0) == 0) fail("this is a " + got + ", not a " + want);
+        at("format").fail("expected \"" + want + "\", got \"" + got + "\"");
     }
     JsonReader operator[](std::size_t i) const {
         size();
@@ -119,30 +155,114 @@ private:
     std::string path_;
 };
 
-// Parses `text`; a syntax error names `source` (a file name) with line and column.
+namespace json_text {
+
+// "line 3, column 14" of byte `at` (1-based, counting bytes).
+inline std::string position(std::string_view text, std::size_t at) {
+    std::size_t line = 1, col = 1;
+    for (std::size_t i = 0; i < at && i < text.size(); ++i) {
+        if (text[i] == '\n') {
+            ++line;
+            col = 1;
+        } else {
+            ++col;
+        }
+    }
+    return std::to_string(line) + ":" + std::to_string(col);
+}
+
+inline std::string describe_byte(std::string_view text, std::size_t at) {
+    if (at >= text.size()) return "the document ends too early";
+    const auto c = static_cast<unsigned char>(text[at]);
+    if (c >= 0x20 && c < 0x7f) return std::string("unexpected '") + static_cast<char>(c) + "'";
+    static const char* hex = "0123456789abcdef";
+    return std::string("unexpected byte 0x") + hex[c >> 4] + hex[c & 15];
+}
+
+// Refuses, before the JSON parser builds anything, what no braid document
+// is: empty or binary input, and nesting or strings beyond DocumentLimits.
+inline void check_shape(std::string_view text, const std::string& source) {
+    if (text.empty()) throw FormatError(source, "the file is empty, not a JSON document");
+    if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+        throw FormatError(source, "the file holds only white space, not a JSON document");
+    if (const auto nul = text.find('\0'); nul != std::string_view::npos)
+        throw FormatError(source, "binary data (a NUL byte at offset " + std::to_string(nul) + "), not a JSON document");
+    std::size_t depth = 0, string_start = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') {
+                ++i;
+            } else if (c == '"') {
+                in_string = false;
+            }
+            if (in_string && i - string_start > DocumentLimits::max_string_bytes)
+                throw FormatError(source + ":" + position(text, string_start),
+                                  "a string longer than " + std::to_string(DocumentLimits::max_string_bytes) +
+                                      " bytes; no braid document has one");
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+            string_start = i;
+        } else if (c == '[' || c == '{') {
+            if (++depth > DocumentLimits::max_depth)
+                throw FormatError(source + ":" + position(text, i),
+                                  "nested more than " + std::to_string(DocumentLimits::max_depth) +
+                                      " levels deep; no braid document is");
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+}
+
+}  // namespace json_text
+
+// Parses `text`; errors name `source` (a file name) with line and column.
 inline nlohmann::json parse_json(const std::string& text, const std::string& source) {
+    if (text.size() > DocumentLimits::max_bytes)
+        throw FormatError(source, "the document has " + std::to_string(text.size()) + " bytes, more than the " +
+                                      std::to_string(DocumentLimits::max_bytes) + " braid reads");
+    json_text::check_shape(text, source);
     try {
         return nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
-        std::size_t line = 1, col = 1;
-        for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-            if (text[i] == '\n') {
-                ++line;
-                col = 1;
-            } else {
-                ++col;
-            }
-        }
-        throw FormatError(source + ":" + std::to_string(line) + ":" + std::to_string(col),
-                          std::string("malformed JSON: ") + e.what());
+        // e.byte (1-based) is the last byte the parser read; the token it
+        // could not use ends there. Point at the token's start and show it
+        // when it is short, printable text.
+        if (e.byte > text.size())
+            throw FormatError(source + ":" + json_text::position(text, text.size()),
+                              "not valid JSON: the document ends too early");
+        const std::size_t end = e.byte;
+        std::size_t start = end == 0 ? 0 : end - 1;
+        while (start > 0 && end - start < 24 && std::isalnum(static_cast<unsigned char>(text[start - 1]))) --start;
+        const std::string_view token = std::string_view(text).substr(start, end - start);
+        const bool printable = !token.empty() && std::all_of(token.begin(), token.end(), [](char c) {
+            return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
+        });
+        throw FormatError(source + ":" + json_text::position(text, start),
+                          "not valid JSON: " + (printable ? "unexpected '" + std::string(token) + "'"
+                                                          : json_text::describe_byte(text, end == 0 ? 0 : end - 1)));
+    } catch (const nlohmann::json::out_of_range&) {
+        throw FormatError(source, "not valid JSON: a number too large for a 64-bit floating-point value");
+    } catch (const nlohmann::json::exception&) {
+        throw FormatError(source, "not valid JSON");
     }
 }
 
 inline std::string read_text_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cannot open '" + path + "' for reading");
+    in.seekg(0, std::ios::end);
+    const std::streamoff size = in.tellg();
+    if (size > static_cast<std::streamoff>(DocumentLimits::max_bytes))
+        throw FormatError(path, "the file has " + std::to_string(size) + " bytes, more than the " +
+                                    std::to_string(DocumentLimits::max_bytes) + " braid reads");
+    in.seekg(0, std::ios::beg);
     std::ostringstream ss;
     ss << in.rdbuf();
+    if (!in && !in.eof()) throw Error("could not read '" + path + "'");
     return ss.str();
 }
 

@@ -65,15 +65,15 @@ public:
     HostLane& lane(std::uint32_t index) { return workers_[index]->lane; }
 
     void wait(HostLane& lane, std::uint32_t event) {
-        push(lane, Item{Item::wait, no_step, events_[event].get(), iteration_, nullptr, {}});
+        push(lane, Item{Item::wait_event, no_step, events_[event].get(), iteration_, nullptr, {}});
     }
 
     void run(HostLane& lane, const OpContext& ctx, StepRunner<HostLane> runner) {
-        push(lane, Item{Item::body, ctx.step, nullptr, iteration_, &ctx, runner});
+        push(lane, Item{Item::run_body, ctx.step, nullptr, iteration_, &ctx, runner});
     }
 
     void record(HostLane& lane, std::uint32_t event) {
-        push(lane, Item{Item::record, no_step, events_[event].get(), iteration_, nullptr, {}});
+        push(lane, Item{Item::record_event, no_step, events_[event].get(), iteration_, nullptr, {}});
     }
 
     // Waits until every lane has worked through its queue, then reports the
@@ -109,8 +109,8 @@ private:
     };
 
     struct Item {
-        enum Kind : std::uint8_t { wait, body, record };
-        Kind kind = body;
+        enum Kind : std::uint8_t { wait_event, run_body, record_event };
+        Kind kind = run_body;
         std::uint32_t step = no_step;
         Event* event = nullptr;
         std::uint64_t iteration = 0;
@@ -177,12 +177,12 @@ private:
 
     void execute(Worker& w, const Item& item) {
         switch (item.kind) {
-            case Item::wait: {
+            case Item::wait_event: {
                 std::unique_lock lock(item.event->mutex);
                 item.event->fired.wait(lock, [&] { return item.event->generation >= item.iteration; });
                 return;
             }
-            case Item::record: {
+            case Item::record_event: {
                 {
                     std::lock_guard lock(item.event->mutex);
                     if (item.event->generation < item.iteration) item.event->generation = item.iteration;
@@ -190,7 +190,7 @@ private:
                 item.event->fired.notify_all();
                 return;
             }
-            case Item::body: {
+            case Item::run_body: {
                 // Skip bodies issued after a failed one; earlier ones still run
                 // so the failure reported is the first by issue order.
                 if (item.step >= skip_from_.load(std::memory_order_relaxed)) return;

@@ -52,9 +52,8 @@ inline nlohmann::json to_json(const OpGraph& graph) {
 // too (a profile's "$.graph"); errors carry r's path. When the document has a
 // fingerprint, the rebuilt graph must match it.
 inline OpGraph graph_from_json(const detail::JsonReader& r) {
+    r.expect_format("braid.graph");
     r.allow_only({"format", "version", "fingerprint", "buffers", "ops", "explicit_edges"});
-    if (r.get<std::string>("format") != "braid.graph")
-        r.at("format").fail("expected \"braid.graph\", got \"" + r.get<std::string>("format") + "\"");
     if (r.get<int>("version") != 1) r.at("version").fail("this braid reads graph version 1");
     OpGraphBuilder b;
     auto buffers = r.at("buffers");

@@ -69,7 +69,7 @@ inline void validate_costs(const DeviceSpec& dev, std::span<const OpCost> costs,
                 throw ModelError(who + ": duration must be > 0 ns, got " + std::to_string(k.duration_ns));
             if (k.dram_bytes < 0.0 || !std::isfinite(k.dram_bytes))
                 throw ModelError(who + ": dram_bytes must be >= 0");
-            if (k.shape.blocks() == 0) throw ModelError(who + ": empty grid");
+            if (std::string problem = launch_problem(k.shape); !problem.empty()) throw ModelError(who + ": " + problem);
             (void)occupancy(dev, k.shape);  // throws naming the resource when a block cannot fit
         }
     }

@@ -43,6 +43,9 @@ inline nlohmann::json to_json(const DeviceSpec& d) {
 
 // Reads and validates; errors carry the JSON path of the field.
 inline DeviceSpec device_from_json(const detail::JsonReader& r) {
+    r.expect_object();
+    if (auto f = r.find("format"); f && f->json().is_string())
+        r.fail("this is a " + f->get<std::string>() + ", not a device description (docs/formats.md)");
     r.allow_only({"key", "name", "compute_capability", "sm_count", "warp_size", "max_threads_per_sm",
                   "max_threads_per_block", "max_blocks_per_sm", "regs_per_sm", "regs_per_block", "max_regs_per_thread",
                   "shared_mem_per_sm_bytes", "shared_mem_per_block_bytes", "shared_mem_per_block_optin_bytes",

@@ -59,7 +59,8 @@ inline double peak_flops_per_ns(const DeviceSpec& dev, MathMode math) {
 inline KernelCost estimate_kernel(const DeviceSpec& dev, const KernelEstimate& k, const RooflineParams& p = {}) {
     if (k.flops < 0.0 || k.dram_bytes < 0.0 || !std::isfinite(k.flops) || !std::isfinite(k.dram_bytes))
         throw ModelError("kernel '" + k.shape.name + "': FLOPs and bytes must be finite and >= 0");
-    if (k.shape.blocks() == 0) throw ModelError("kernel '" + k.shape.name + "': empty grid");
+    if (std::string problem = launch_problem(k.shape); !problem.empty())
+        throw ModelError("kernel '" + k.shape.name + "': " + problem);
     const Occupancy o = occupancy(dev, k.shape);
     const double slots = static_cast<double>(o.blocks_per_sm) * dev.sm_count;
     const double blocks = static_cast<double>(k.shape.blocks());

@@ -30,11 +30,20 @@ namespace braid {
 enum class SmResource : std::uint8_t { warps, registers, shared_memory, block_slots };
 inline constexpr std::size_t sm_resource_count = 4;
 
+// The simulator places blocks wave by wave; a grid of more waves than this
+// is simulated with `merged` launched blocks per simulated block (each
+// holding its SM slot that many block times), so any launchable grid costs
+// at most about this many placement passes. Alone on the GPU such a kernel
+// still takes exactly its duration; beside others its tail is coarser by at
+// most 1/max_simulated_waves of its duration.
+inline constexpr std::uint64_t max_simulated_waves = 1024;
+
 // A kernel as a bag of equal thread blocks.
 struct KernelWork {
     Occupancy occupancy;
     BlockDemand demand;
-    std::uint64_t blocks = 0;
+    std::uint64_t merged = 1;           // launched blocks per simulated block (max_simulated_waves)
+    std::uint64_t blocks = 0;           // simulated blocks: the grid's blocks / merged, rounded up
     std::uint64_t waves = 0;            // alone on the GPU
     std::uint64_t blocks_per_wave = 0;  // min(blocks, blocks_per_sm x SMs): most blocks it ever runs at once
     double block_ns = 0.0;              // isolated duration / waves: alone it reproduces its duration exactly
@@ -66,6 +75,11 @@ inline KernelWork kernel_work(const DeviceSpec& dev, const KernelCost& k) {
     w.demand = BlockDemand::of(w.occupancy);
     w.blocks = k.shape.blocks();
     w.waves = waves(dev, w.occupancy, w.blocks);
+    if (w.waves > max_simulated_waves) {
+        w.merged = (w.waves + max_simulated_waves - 1) / max_simulated_waves;
+        w.blocks = (w.blocks + w.merged - 1) / w.merged;
+        w.waves = waves(dev, w.occupancy, w.blocks);
+    }
     w.blocks_per_wave =
         std::min<std::uint64_t>(w.blocks, static_cast<std::uint64_t>(w.occupancy.blocks_per_sm) * dev.sm_count);
     w.block_ns = k.duration_ns / static_cast<double>(w.waves);

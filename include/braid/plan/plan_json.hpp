@@ -138,10 +138,9 @@ inline nlohmann::json to_json(const Plan& plan, const OpGraph& graph) {
 // needs validate() for ordering and minimality.
 inline Plan plan_from_json(const nlohmann::json& json, const OpGraph& graph, const std::string& source = "") {
     detail::JsonReader r(json, source.empty() ? "$" : source + ": $");
+    r.expect_format("braid.plan");
     r.allow_only({"format", "version", "strategy", "options", "device", "graph_fingerprint", "op_count", "streams",
                   "steps", "waits"});
-    if (r.get<std::string>("format") != "braid.plan")
-        r.at("format").fail("expected \"braid.plan\", got \"" + r.get<std::string>("format") + "\"");
     const int version = r.get<int>("version");
     if (version != Plan::format_version)
         r.at("version").fail("this braid reads plan version " + std::to_string(Plan::format_version) + ", not " +

@@ -47,14 +47,22 @@ inline DurationStats stats_from_json(const JsonReader& r) {
     return s;
 }
 
-inline Dim3 dim3_from_json(const JsonReader& r) {
+// A grid or block: three dimensions within CUDA's launch limits.
+inline Dim3 dim3_from_json(const JsonReader& r, bool grid) {
     if (r.size() != 3) r.fail("expected [x, y, z], got " + std::to_string(r.size()) + " values");
     Dim3 d;
     std::uint32_t* parts[] = {&d.x, &d.y, &d.z};
     for (std::size_t i = 0; i < 3; ++i) {
         *parts[i] = r[i].get<std::uint32_t>();
         if (*parts[i] == 0) r[i].fail("must be >= 1");
+        const std::uint32_t most = grid ? (i == 0 ? LaunchLimits::max_grid_x : LaunchLimits::max_grid_yz)
+                                        : (i == 2 ? LaunchLimits::max_block_z : LaunchLimits::max_block_xy);
+        if (*parts[i] > most)
+            r[i].fail("must be <= " + std::to_string(most) + " (CUDA's " + (grid ? "grid" : "block") + " limit), got " +
+                      std::to_string(*parts[i]));
     }
+    if (!grid)
+        if (std::string problem = block_problem(d); !problem.empty()) r.fail(problem);
     return d;
 }
 
@@ -153,12 +161,9 @@ inline nlohmann::json to_json(const Profile& p) {
 // file name, or "$").
 inline Profile profile_from_json(const nlohmann::json& json, const std::string& source = "$") {
     detail::JsonReader r(json, source);
+    r.expect_format("braid.profile");
     r.allow_only({"format", "version", "device", "graph_fingerprint", "graph", "run", "timing", "durations_only",
                   "iteration_ns", "launch_api_ns", "dropped_records", "ops", "unattributed"});
-    {
-        const std::string format = r.get<std::string>("format");
-        if (format != "braid.profile") r.at("format").fail("expected \"braid.profile\", got \"" + format + "\"");
-    }
     const int version = r.get<int>("version");
     if (version != Profile::format_version)
         r.at("version").fail("this braid reads profile version " + std::to_string(Profile::format_version) +
@@ -243,8 +248,8 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
             ProfiledKernel pk;
             pk.shape.name = k.get<std::string>("name");
             if (pk.shape.name.empty()) k.at("name").fail("must not be empty");
-            pk.shape.grid = detail::dim3_from_json(k.at("grid"));
-            pk.shape.block = detail::dim3_from_json(k.at("block"));
+            pk.shape.grid = detail::dim3_from_json(k.at("grid"), true);
+            pk.shape.block = detail::dim3_from_json(k.at("block"), false);
             pk.shape.regs_per_thread = k.get<std::uint32_t>("registers_per_thread");
             pk.shape.static_smem_bytes = k.get<std::uint32_t>("static_smem_bytes");
             pk.shape.dynamic_smem_bytes = k.get<std::uint32_t>("dynamic_smem_bytes");

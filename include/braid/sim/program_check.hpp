@@ -85,9 +85,7 @@ inline CheckedProgram check_program(const DeviceSpec& dev, const Program& p, con
             throw ModelError(who + ": duration must be finite and > 0 ns, got " + std::to_string(cost.duration_ns));
         if (!(cost.dram_bytes >= 0.0) || !std::isfinite(cost.dram_bytes))
             throw ModelError(who + ": dram_bytes must be finite and >= 0, got " + std::to_string(cost.dram_bytes));
-        if (cost.shape.blocks() == 0) throw ModelError(who + ": empty grid (" + std::to_string(cost.shape.grid.x) + "x" +
-                                                       std::to_string(cost.shape.grid.y) + "x" +
-                                                       std::to_string(cost.shape.grid.z) + " blocks)");
+        if (std::string problem = launch_problem(cost.shape); !problem.empty()) throw ModelError(who + ": " + problem);
         try {
             c.work.push_back(kernel_work(dev, cost));
         } catch (const ModelError& e) {
