@@ -32,7 +32,7 @@ inline const char* json_type_name(const nlohmann::json& j) {
 }
 
 // What a document braid reads may hold. Far above anything braid writes
-// (its largest profiles are under 1 MB, 8 levels deep), low enough that a
+// (its largest profiles are under 1 MB, 6 levels deep), low enough that a
 // hostile file is refused before it costs much memory or stack.
 struct DocumentLimits {
     static constexpr std::uint64_t max_bytes = std::uint64_t{256} << 20;   // the whole file
