@@ -9,6 +9,7 @@
 
 #include "braid/planner/make_plan.hpp"
 #include "profile_tool.hpp"
+#include "vocabulary.hpp"
 
 namespace {
 
@@ -27,15 +28,25 @@ void print_error(const std::exception& e, int depth = 0) {
 int main(int argc, char** argv) {
     braid::tool::ProfileToolOptions opt;
     CLI::App app{"braid-profile: profile a network's kernels per op with CUPTI, write profile.json, plan it with "
-                 "braid's planner and write plan.json"};
-    app.add_option("--network", opt.network, "network to run (only the built-in 'demo' for now)")
+                 "braid's planner and write plan.json",
+                 "braid-profile"};
+    CLI::Option* net = app.add_option("--net", opt.network, "network to run (only the built-in 'demo' for now)")
         ->check(CLI::IsMember({"demo"}))
         ->capture_default_str();
-    app.add_option("--device", opt.device, "CUDA device ordinal")->check(CLI::Range(0, 1023))->capture_default_str();
+    braid::cli::add_deprecated(app, "--network", opt.network, "--net", net)->check(CLI::IsMember({"demo"}));
+    CLI::Option* gpu = app.add_option("--gpu", opt.device, "CUDA device ordinal of the GPU to profile")
+                           ->check(CLI::Range(0, 1023))
+                           ->capture_default_str();
+    // --device names a GPU model in the other tools; here it was the ordinal.
+    braid::cli::add_deprecated(app, "--device", opt.device, "--gpu (--device names a GPU model in the other tools)", gpu)
+        ->check(CLI::Range(0, 1023));
     app.add_option("--warmup", opt.warmup, "warm-up iterations (not measured)")->capture_default_str();
     app.add_option("--iters", opt.iters, "measured iterations")->check(CLI::Range(1u, 100000u))->capture_default_str();
-    app.add_option("--out-profile", opt.out_profile, "where to write the profile")->capture_default_str();
-    app.add_option("--out-plan", opt.out_plan, "where to write the plan")->capture_default_str();
+    CLI::Option* profile_out =
+        app.add_option("--profile-out", opt.out_profile, "where to write the profile")->capture_default_str();
+    CLI::Option* plan_out = app.add_option("--plan-out", opt.out_plan, "where to write the plan")->capture_default_str();
+    braid::cli::add_deprecated(app, "--out-profile", opt.out_profile, "--profile-out", profile_out);
+    braid::cli::add_deprecated(app, "--out-plan", opt.out_plan, "--plan-out", plan_out);
     app.add_option("--strategy", opt.strategy, "planning strategy")
         ->check(CLI::IsMember(braid::strategy_names()))
         ->capture_default_str();
@@ -46,8 +57,8 @@ int main(int argc, char** argv) {
     app.add_flag("--kernels", opt.kernels, "also print every kernel and transfer of every op");
     app.footer(
         "Example:\n"
-        "  braid-profile --warmup 5 --iters 20 --out-profile demo.profile.json \\\n"
-        "                --out-plan demo.plan.json --strategy braid --max-streams 4 --kernels\n"
+        "  braid-profile --warmup 5 --iters 20 --profile-out demo.profile.json \\\n"
+        "                --plan-out demo.plan.json --strategy braid --max-streams 4 --kernels\n"
         "Without a CUDA device it prints \"no CUDA device\" and exits with 77. When CUPTI cannot start (no\n"
         "libcupti, insufficient privileges, another profiler attached) it says why and falls back to CUDA\n"
         "events: a durations-only profile. BRAID_CUPTI_LIBRARY names the libcupti to load.");

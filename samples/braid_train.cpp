@@ -23,6 +23,7 @@
 #include "braid/error.hpp"
 #include "braid/exec/executor.hpp"
 #include "braid/exec/host.hpp"
+#include "braid/model/device_json.hpp"
 #include "braid/model/device_table.hpp"
 #include "braid/model/estimate.hpp"
 #include "braid/plan/plan_json.hpp"
@@ -31,6 +32,7 @@
 #include "train/host_model.hpp"
 #include "train/summary.hpp"
 #include "train/training_graph.hpp"
+#include "vocabulary.hpp"
 #if BRAID_SAMPLES_WITH_CUDA
 #include "cuda/cuda_trainer.hpp"
 #endif
@@ -48,7 +50,7 @@ struct Options {
     bool no_aux = false;
     std::string backend = "host";
     std::string strategy = "serial";
-    std::string mode = "eager";
+    std::string mode;  // empty: graph where CUDA graphs exist (--backend cuda), else eager
     std::string device = "h200";
     std::uint32_t max_streams = 8;
     bool deterministic = false;  // cuda: deterministic cuDNN algorithms without --check too
@@ -61,7 +63,7 @@ struct UsageError {
     std::string message;
 };
 
-void validate(const Options& o) {
+void validate(Options& o) {
     const std::vector<std::string>& strategies = braid::strategy_names();
     const bool named = std::find(strategies.begin(), strategies.end(), o.strategy) != strategies.end();
     if (!named) {
@@ -76,6 +78,7 @@ void validate(const Options& o) {
         throw UsageError{"--backend cuda: this build of braid-train has no CUDA part (configure with CUDA, or use "
                          "--backend host)"};
 #endif
+    if (o.mode.empty()) o.mode = o.backend == "cuda" ? braid::cli::default_mode : "eager";
     if (o.mode == "graph" && o.backend != "cuda")
         throw UsageError{"--mode graph replays a captured CUDA graph and needs --backend cuda; the host backend runs "
                          "eagerly"};
@@ -144,7 +147,7 @@ int train(const Options& o) {
     const NetConfig& m = config.model;
 
     if (o.summary) {
-        const braid::DeviceSpec& device = braid::find_device(o.device);
+        const braid::DeviceSpec device = braid::load_device(o.device);
         fmt::print("{}", format_layer_table(tg.network));
         fmt::print("{}", format_graph_summary(tg, &device));
         return 0;
@@ -166,7 +169,7 @@ int train(const Options& o) {
                o.strategy, config.seed);
     std::fflush(stdout);
 
-    const braid::DeviceSpec& device = braid::find_device(o.device);
+    const braid::DeviceSpec device = braid::load_device(o.device);
     const braid::Plan plan = make_training_plan(o, tg, device);
     std::size_t split_steps = 0;
     for (const braid::PlanStep& s : plan.steps) split_steps += s.parts > 1 ? 1 : 0;
@@ -280,18 +283,22 @@ int main(int argc, char** argv) {
     app.add_option("--weight-decay", o.train.optimizer.weight_decay, "L2 weight decay of weights")
         ->capture_default_str();
     app.add_flag("--summary", o.summary, "print the layers and the training graph, then exit");
-    app.add_option("--device", o.device, "device the plan and --summary's estimate are made for (braid-devices lists them)")
+    app.add_option("--device", o.device,
+                   std::string(braid::cli::device_help) + "; the plan and --summary's estimate are made for it")
         ->capture_default_str();
     app.add_option("--backend", o.backend, "where the layers run")
         ->check(CLI::IsMember({"host", "cuda"}))
         ->capture_default_str();
     app.add_option("--strategy", o.strategy, "serial, glp4nn, nimble, braid or a plan.json")->capture_default_str();
-    app.add_option("--streams", o.max_streams, "most streams (host worker threads) a glp4nn or braid plan may use")
-        ->check(at_least(1))
-        ->capture_default_str();
-    app.add_option("--mode", o.mode, "eager launches or one replayed CUDA graph")
-        ->check(CLI::IsMember({"eager", "graph"}))
-        ->capture_default_str();
+    CLI::Option* max_streams =
+        app.add_option("--max-streams", o.max_streams, "most streams (host worker threads) a glp4nn or braid plan may use")
+            ->check(at_least(1))
+            ->capture_default_str();
+    braid::cli::add_deprecated(app, "--streams", o.max_streams, "--max-streams", max_streams)->check(at_least(1));
+    app.add_option("--mode", o.mode,
+                   "graph (one replayed CUDA graph; the default with --backend cuda) or eager (launch by launch; the "
+                   "host backend's only mode, so its default)")
+        ->check(CLI::IsMember({"eager", "graph"}));
     app.add_flag("--check", o.check, "train a second model serially and compare every weight bitwise");
     app.add_flag("--deterministic", o.deterministic,
                  "cuda: deterministic cuDNN algorithms only (always with --check)");

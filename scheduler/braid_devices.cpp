@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include "braid/braid.hpp"
+#include "vocabulary.hpp"
 
 namespace {
 
@@ -29,13 +31,19 @@ std::vector<Shape> representative_shapes() {
     };
 }
 
-}  // namespace
-
-int main() try {
-    fmt::print("braid {}.{}.{}: built-in devices\n\n", BRAID_VERSION_MAJOR, BRAID_VERSION_MINOR, BRAID_VERSION_PATCH);
+// The device table (or one device) and how the representative shapes fill it.
+int run(const std::vector<braid::DeviceSpec>& devices, const std::string& format) {
+    if (format == "json") {
+        nlohmann::json out = nlohmann::json::array();
+        for (const braid::DeviceSpec& d : devices) out.push_back(braid::to_json(d));
+        fmt::print("{}\n", out.dump(2));
+        return 0;
+    }
+    fmt::print("braid {}.{}.{}: {}\n\n", BRAID_VERSION_MAJOR, BRAID_VERSION_MINOR, BRAID_VERSION_PATCH,
+               devices.size() == 1 ? "one device" : "built-in devices");
     fmt::print("{:<8} {:<26} {:>4} {:>4} {:>8} {:>9} {:>7} {:>9} {:>8} {:>8} {:>8}\n", "key", "name", "cc", "SMs",
                "warps/SM", "smem/SM", "MHz", "DRAM GB/s", "FP32 TF", "TF32 TF", "BF16 TF");
-    for (const braid::DeviceSpec& d : braid::builtin_devices())
+    for (const braid::DeviceSpec& d : devices)
         fmt::print("{:<8} {:<26} {:>4} {:>4} {:>8} {:>8}K {:>7.0f} {:>9.0f} {:>8.1f} {:>8.1f} {:>8.1f}\n", d.key, d.name,
                    fmt::format("{}.{}", d.cc_major, d.cc_minor), d.sm_count, d.max_warps_per_sm(),
                    d.shared_mem_per_sm_bytes / 1024, d.boost_clock_mhz, d.dram_bandwidth_gbps, d.peak_fp32_tflops,
@@ -48,7 +56,7 @@ int main() try {
                    k.threads_per_block(), k.regs_per_thread, k.static_smem_bytes + k.dynamic_smem_bytes);
         fmt::print("  {:<8} {:>10} {:<14} {:>9} {:>6} {:>10}\n", "device", "blocks/SM", "limiter", "occupancy", "waves",
                    "SMs used");
-        for (const braid::DeviceSpec& d : braid::builtin_devices()) {
+        for (const braid::DeviceSpec& d : devices) {
             braid::Occupancy o = braid::occupancy(d, k);
             braid::SmFootprint f = braid::footprint(d, o, k.blocks());
             fmt::print("  {:<8} {:>10} {:<14} {:>8.0f}% {:>6} {:>6}/{:<3}\n", d.key, o.blocks_per_sm,
@@ -57,7 +65,28 @@ int main() try {
         }
     }
     return 0;
-} catch (const std::exception& e) {
-    std::fprintf(stderr, "braid-devices: %s\n", e.what());
-    return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string device, format = "table";
+    CLI::App app{"braid-devices: the built-in GPU table and how representative CNN kernel shapes fill each GPU's SMs",
+                 "braid-devices"};
+    app.add_option("--device", device, braid::cli::device_help);
+    app.add_option("--format", format, "table (for people) or json (device JSON, for scripts)")
+        ->check(CLI::IsMember({"table", "json"}))
+        ->capture_default_str();
+    CLI11_PARSE(app, argc, argv);
+    try {
+        std::vector<braid::DeviceSpec> devices;
+        if (device.empty())
+            devices.assign(braid::builtin_devices().begin(), braid::builtin_devices().end());
+        else
+            devices.push_back(braid::load_device(device));
+        return run(devices, format);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "braid-devices: error: %s\n", e.what());
+        return 1;
+    }
 }

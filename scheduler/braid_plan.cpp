@@ -18,6 +18,7 @@
 #include "braid/profiler/costs.hpp"
 #include "braid/profiler/profile_json.hpp"
 #include "nets/zoo.hpp"
+#include "vocabulary.hpp"
 #include "train/training_graph.hpp"
 
 namespace {
@@ -34,7 +35,7 @@ struct Options {
     std::string device_json;
     std::string strategy = "braid";
     std::uint32_t max_streams = 16;
-    std::string mode = "graph";
+    std::string mode = braid::cli::default_mode;
     std::string out_dir = "braid-plan-out";
     std::string plan_file, trace_file, svg_file;
     std::string format = "table";
@@ -56,10 +57,8 @@ struct Problem {
 };
 
 braid::DeviceSpec pick_device(const Options& o, const braid::DeviceSpec* from_profile) {
-    if (!o.device_json.empty())
-        return braid::device_from_json(
-            braid::detail::JsonReader(braid::detail::load_json_file(o.device_json), o.device_json + ": $"));
-    if (!o.device.empty()) return braid::find_device(o.device);
+    if (!o.device_json.empty()) return braid::load_device(o.device_json);  // deprecated spelling
+    if (!o.device.empty()) return braid::load_device(o.device);
     if (from_profile) return *from_profile;
     return braid::find_device("h200");
 }
@@ -178,13 +177,35 @@ int run(const Options& o) {
                g.edge_count(), cmp.bound.bound_ns / 1e6, cmp.bound.critical_path_ns / 1e6, cmp.bound.area_ns / 1e6);
     fmt::print("  serial baseline: {:.3f} ms launched eagerly, {:.3f} ms as one CUDA graph\n\n", cmp.serial_eager_ns / 1e6,
                cmp.serial_graph_ns / 1e6);
+    // "vs serial graph" only says something when the plans run eagerly and
+    // the serial plan is faster as a graph; otherwise it repeats "vs serial".
+    const bool graph_column = o.mode == "eager" && cmp.serial_eager_ns > cmp.serial_graph_ns * 1.001;
     fmt::print("  predicted iteration time, plans run in {} mode:\n", o.mode);
-    fmt::print("  {:<8} {:>12} {:>10} {:>16} {:>8} {:>7} {:>12} {:>9}\n", "strategy", "predicted ms", "vs serial",
-               "vs serial graph", "streams", "waits", "/ lower bnd", "busy SMs");
-    for (const braid::StrategyRow& r : cmp.rows)
-        fmt::print("  {:<8} {:>12.3f} {:>9.2f}x {:>15.2f}x {:>8} {:>7} {:>12.2f} {:>8.0f}%{}\n", r.name, r.predicted_ns / 1e6,
-                   r.speedup_vs_serial, r.speedup_vs_serial_graph, r.streams, r.waits, r.lb_ratio,
-                   100.0 * r.mean_busy_sm_fraction, r.name == o.strategy ? "  <- written" : "");
+    fmt::print("  {:<8} {:>12} {:>10}{} {:>8} {:>7} {:>12} {:>9}\n", "strategy", "predicted ms", "vs serial",
+               graph_column ? fmt::format(" {:>16}", "vs serial graph") : "", "streams", "waits", "/ lower bnd",
+               "busy SMs");
+    std::size_t most_waits = 0;
+    for (std::size_t i = 0; i < cmp.rows.size(); ++i) {
+        const braid::StrategyRow& r = cmp.rows[i];
+        if (r.waits > cmp.rows[most_waits].waits) most_waits = i;
+        fmt::print("  {:<8} {:>12.3f} {:>9.2f}x{} {:>8} {:>7} {:>12.2f} {:>8.0f}%{}\n", r.name, r.predicted_ns / 1e6,
+                   r.speedup_vs_serial, graph_column ? fmt::format(" {:>15.2f}x", r.speedup_vs_serial_graph) : "",
+                   r.streams, r.waits, r.lb_ratio, 100.0 * r.mean_busy_sm_fraction,
+                   r.name == o.strategy ? "  <- written" : "");
+    }
+    fmt::print("\n  Predicted by braid's GPU simulator for the {} from {} costs.\n", p.device.key,
+               p.cost_source == "roofline estimate" ? "roofline-estimated" : "measured (" + p.cost_source + ")");
+    fmt::print("  vs serial: the serial plan's time in {} mode divided by the row's.{}\n", o.mode,
+               graph_column          ? "\n  vs serial graph: the serial plan replayed as one CUDA graph, divided by the row's."
+               : o.mode == "eager" ? "\n  (Serial takes as long replayed as one CUDA graph here, so no column for that.)"
+                                   : "");
+    fmt::print("  / lower bnd: the row's time over the lower bound, the time no plan can beat with these costs\n"
+               "  (the longest chain of op times, or all kernels' SM time spread over every SM).\n");
+    fmt::print("  waits: cross-stream event waits in the plan.{}\n",
+               cmp.rows[most_waits].name == "glp4nn"
+                   ? "\n  glp4nn splits every batch op into parts on several streams, and each part waits\n"
+                     "  for the parts it reads from: hence its many waits."
+                   : "");
     if (chosen.plan.options.chosen) fmt::print("\n  braid chose: {}\n", chosen.plan.options.chosen->describe());
     fmt::print("\n  plan:     {}\n  trace:    {}  (open in https://ui.perfetto.dev or chrome://tracing)\n  timeline: {}\n",
                plan_path, trace_path, svg_path);
@@ -195,11 +216,13 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
     Options o;
-    CLI::App app{"braid-plan: plan a CNN training step onto concurrent CUDA streams and predict its speed without a GPU"};
+    CLI::App app{"braid-plan: plan a CNN training step onto concurrent CUDA streams and predict its speed without a GPU",
+                 "braid-plan"};
     app.footer(
         "\nExamples:\n"
         "  braid-plan                                   GoogLeNet, batch 32, on an H200 (the defaults)\n"
         "  braid-plan --net resnet50 --batch 128 --device a100 --mode eager\n"
+        "  braid-plan --device my-gpu.json              a GPU not in the table, from a device JSON file\n"
         "  braid-plan --profile profile.json            plan a graph profiled by braid-profile\n"
         "  braid-plan --net resnet152 --format json     numbers for scripts\n"
         "  braid-plan --list-devices | --list-nets\n");
@@ -215,8 +238,9 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers");
     app.add_option("--profile", o.profile, "plan the graph and measured costs of a braid-profile profile.json instead");
-    app.add_option("--device", o.device, "GPU from the built-in table (see --list-devices); default: h200, or the profile's");
-    app.add_option("--device-json", o.device_json, "a GPU not in the table, as a device JSON file (docs/formats.md)");
+    CLI::Option* device = app.add_option("--device", o.device, std::string(braid::cli::device_help) +
+                                                                  "; default: the profile's, else h200");
+    braid::cli::add_deprecated(app, "--device-json", o.device_json, "--device FILE", device);
     app.add_option("--strategy", o.strategy, "whose plan to write: serial, glp4nn, nimble or braid")->capture_default_str();
     app.add_option("--max-streams", o.max_streams, "streams glp4nn and braid may use")
         ->check(CLI::Range(1u, 128u))

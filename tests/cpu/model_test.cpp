@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <climits>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -261,7 +262,14 @@ TEST_CASE("device JSON: round trip and errors that name the field") {
 
     j = to_json(find_device("h100"));
     j["sm_count"] = 0;
-    CHECK(error_of([&] { (void)device_from_json(j); }) == "$: device 'h100': sm_count must be > 0");
+    CHECK(error_of([&] { (void)device_from_json(j); }) == "$.sm_count: device 'h100': sm_count must be > 0");
+    // Beyond any GPU: refused before the simulator sizes per-SM state by it.
+    j["sm_count"] = 2147483647;
+    CHECK(error_of([&] { (void)device_from_json(j); }) ==
+          "$.sm_count: device 'h100': sm_count must be <= 4096 (far above any GPU)");
+    DeviceSpec inf = find_device("h100");
+    inf.dram_bandwidth_gbps = std::numeric_limits<double>::infinity();
+    CHECK(error_of([&] { validate(inf); }) == "device 'h100': dram_bandwidth_gbps must be a finite number");
 
     j = to_json(find_device("h100"));
     j["shared_mem_per_sm_bytes"] = -5;

@@ -117,7 +117,7 @@ TEST_CASE("braid-train trains, reports and checks") {
     CHECK(run.output.find("images/s") != std::string::npos);
     CHECK(run.output.find("check against a serial run: bitwise identical") != std::string::npos);
 
-    for (const std::string strategy : {"braid", "nimble", "glp4nn --streams 3"}) {
+    for (const std::string strategy : {"braid", "nimble", "glp4nn --max-streams 3"}) {
         const Run planned = braid_train("--net googlenet --image 47 --width-scale 0.125 --batch 3 --classes 4 "
                                         "--iters 2 --check --strategy " + strategy);
         CAPTURE(planned.output);
@@ -142,6 +142,15 @@ TEST_CASE("braid-train runs a plan from a file, and refuses one made for another
     CHECK(ok.output.find("plan: braid (for a100)") != std::string::npos);
     CHECK(ok.output.find("bitwise identical") != std::string::npos);
     check_fails("--net resnet34 " + tiny + " --strategy " + plan, "this plan was made for graph");
+
+    // A plan that breaks an invariant (a step dropped) names its file.
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(plan));
+    j["steps"].erase(j["steps"].begin());
+    j["waits"] = nlohmann::json::array();
+    const std::string broken = plan + ".broken.json";
+    std::ofstream(broken) << j.dump();
+    check_fails("--net resnet18 " + tiny + " --strategy " + broken, broken + ": invalid plan (strategy 'braid'): ");
+    std::filesystem::remove(broken);
     std::filesystem::remove(plan);
 }
 

@@ -152,6 +152,23 @@ TEST_CASE("braid-plan writes the strategy asked for, and the table names the fil
     const Plan p = load_plan((dir / "plan.json").string(), tg.graph);
     CHECK(p.strategy == "nimble");
     CHECK(first_violation(p, tg.graph) == "");
+    // The table explains itself: what every column means and where the numbers come from.
+    CHECK(r.out.find("Predicted by braid's GPU simulator for the h200 from roofline-estimated costs.") != std::string::npos);
+    CHECK(r.out.find("vs serial: the serial plan's time in eager mode divided by the row's.") != std::string::npos);
+    CHECK(r.out.find("/ lower bnd: the row's time over the lower bound") != std::string::npos);
+    CHECK(r.out.find("waits: cross-stream event waits in the plan.") != std::string::npos);
+
+    // In graph mode "vs serial" already is against the serial graph: no second column.
+    const Run g = run_tool("--net googlenet --batch 4 --image 96 --classes 10 --no-aux --out " + dir.string());
+    REQUIRE_MESSAGE(g.status == 0, g.out);
+    CHECK(g.out.find("plans run in graph mode") != std::string::npos);
+    CHECK(g.out.find("vs serial graph") == std::string::npos);
+
+    // A plan given where a profile belongs is named as such, with the file.
+    const Run wrong = run_tool("--profile " + (dir / "plan.json").string());
+    CHECK(wrong.status != 0);
+    CHECK(wrong.out.find((dir / "plan.json").string() + ": $: this is a braid.plan, not a braid.profile") !=
+          std::string::npos);
     std::filesystem::remove_all(dir);
 }
 

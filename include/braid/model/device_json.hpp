@@ -2,6 +2,7 @@
 // as a file of its own for devices that are not in the built-in table.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -9,6 +10,7 @@
 
 #include "braid/detail/json_reader.hpp"
 #include "braid/model/device_spec.hpp"
+#include "braid/model/device_table.hpp"
 
 namespace braid {
 
@@ -92,12 +94,22 @@ inline DeviceSpec device_from_json(const detail::JsonReader& r) {
     d.peak_bf16_tflops = r.get_or<double>("peak_bf16_tflops", 0.0);
     try {
         validate(d);
-    } catch (const ModelError& e) {
-        throw FormatError(r.path(), e.what());
+    } catch (const DeviceFieldError& e) {
+        throw FormatError(r.has(e.field()) ? r.at(e.field()).path() : r.path(), e.what());
     }
     return d;
 }
 
 inline DeviceSpec device_from_json(const nlohmann::json& j) { return device_from_json(detail::JsonReader(j, "$")); }
+
+// A device as a command line names it: a built-in key or name ("h200"), or
+// a device JSON file (a path ending in .json, containing a '/', or naming an
+// existing file). Errors name the file and field, or list the known keys.
+inline DeviceSpec load_device(const std::string& key_or_file) {
+    const bool file = std::string_view(key_or_file).ends_with(".json") || key_or_file.find('/') != std::string::npos ||
+                      std::filesystem::is_regular_file(key_or_file);
+    if (!file) return find_device(key_or_file);
+    return device_from_json(detail::JsonReader(detail::load_json_file(key_or_file), key_or_file + ": $"));
+}
 
 }  // namespace braid

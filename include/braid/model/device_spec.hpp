@@ -3,8 +3,10 @@
 // peak throughputs and the limit on concurrently resident kernels.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "braid/error.hpp"
 
@@ -49,14 +51,48 @@ struct DeviceSpec {
 };
 
 // Throws ModelError naming the first field that is missing or impossible.
+// A device field validate() refuses; field() is its name in device JSON.
+class DeviceFieldError : public ModelError {
+public:
+    DeviceFieldError(std::string field, const std::string& what) : ModelError(what), field_(std::move(field)) {}
+    const std::string& field() const noexcept { return field_; }
+
+private:
+    std::string field_;
+};
+
 inline void validate(const DeviceSpec& d) {
     auto need = [&](bool ok, const char* field, const std::string& why) {
-        if (!ok) throw ModelError("device '" + (d.key.empty() ? d.name : d.key) + "': " + field + " " + why);
+        if (!ok) throw DeviceFieldError(field, "device '" + (d.key.empty() ? d.name : d.key) + "': " + field + " " + why);
     };
     need(!d.key.empty() || !d.name.empty(), "key", "or name must be set");
-    need(d.cc_major >= 7, "cc_major", "must be 7 or newer (Volta+), got " + std::to_string(d.cc_major));
-    need(d.cc_minor >= 0, "cc_minor", "must be >= 0");
+    // Upper bounds far above any GPU (the H200 has 132 SMs, 2048 threads,
+    // 32 blocks, 64K registers and 228 KB of shared memory per SM, 128
+    // resident grids): they keep a mistyped or hostile device file from
+    // sizing the simulator's per-SM state or overflowing its arithmetic.
+    constexpr int most_sms = 4096, most_threads = 1 << 16, most_blocks = 1024, most_regs = 1 << 24,
+                  most_grids = 1 << 16;
+    constexpr std::uint64_t most_smem = std::uint64_t{1} << 30;
+    auto at_most = [](auto most) { return "must be <= " + std::to_string(most) + " (far above any GPU)"; };
+    need(d.cc_major >= 7 && d.cc_major <= 99, "cc_major",
+         "must be 7 or newer (Volta+) and below 100, got " + std::to_string(d.cc_major));
+    need(d.cc_minor >= 0 && d.cc_minor <= 99, "cc_minor", "must be between 0 and 99");
     need(d.sm_count > 0, "sm_count", "must be > 0");
+    need(d.sm_count <= most_sms, "sm_count", at_most(most_sms));
+    need(d.max_threads_per_sm <= most_threads, "max_threads_per_sm", at_most(most_threads));
+    need(d.max_blocks_per_sm <= most_blocks, "max_blocks_per_sm", at_most(most_blocks));
+    need(d.regs_per_sm <= most_regs, "regs_per_sm", at_most(most_regs));
+    need(d.max_regs_per_thread <= 1024, "max_regs_per_thread", at_most(1024));
+    need(d.shared_mem_per_sm_bytes <= most_smem, "shared_mem_per_sm_bytes", at_most(most_smem));
+    need(d.reserved_shared_mem_per_block_bytes <= most_smem, "reserved_shared_mem_per_block_bytes", at_most(most_smem));
+    need(d.max_resident_grids <= most_grids, "max_resident_grids", at_most(most_grids));
+    for (const auto& [value, field] : {std::pair{d.boost_clock_mhz, "boost_clock_mhz"},
+                                       std::pair{d.dram_bandwidth_gbps, "dram_bandwidth_gbps"},
+                                       std::pair{d.peak_fp32_tflops, "peak_fp32_tflops"},
+                                       std::pair{d.peak_tf32_tflops, "peak_tf32_tflops"},
+                                       std::pair{d.peak_fp16_tflops, "peak_fp16_tflops"},
+                                       std::pair{d.peak_bf16_tflops, "peak_bf16_tflops"}})
+        need(std::isfinite(value), field, "must be a finite number");
     need(d.warp_size == 32, "warp_size", "must be 32");
     need(d.max_threads_per_sm >= d.warp_size, "max_threads_per_sm", "must hold at least one warp");
     need(d.max_threads_per_block >= d.warp_size && d.max_threads_per_block <= d.max_threads_per_sm,

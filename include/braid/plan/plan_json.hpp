@@ -12,6 +12,7 @@
 #include "braid/error.hpp"
 #include "braid/graph/op_graph.hpp"
 #include "braid/plan/plan.hpp"
+#include "braid/plan/validate.hpp"
 
 namespace braid {
 
@@ -195,8 +196,14 @@ inline Plan plan_from_json(const nlohmann::json& json, const OpGraph& graph, con
     return plan;
 }
 
+// Reads and validates a plan file: format errors name the field ("path:
+// $.steps[4].op"), a plan that breaks an invariant names the file ("path:
+// invalid plan (strategy 'braid'): ...").
 inline Plan load_plan(const std::string& path, const OpGraph& graph) {
-    return plan_from_json(detail::load_json_file(path), graph, path);  // errors: "path: $.field"
+    Plan plan = plan_from_json(detail::load_json_file(path), graph, path);
+    if (std::string problem = first_violation(plan, graph); !problem.empty())
+        throw PlanError(path + ": invalid plan (strategy '" + plan.strategy + "'): " + problem);
+    return plan;
 }
 
 }  // namespace braid

@@ -1,0 +1,39 @@
+// The one vocabulary of braid's command-line tools (docs/cli.md): the same
+// option name for the same thing in braid-plan, braid-train, braid-profile
+// and braid-devices, and old spellings that keep working for one release
+// while saying what replaced them.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+namespace braid::cli {
+
+// What --device means in every tool that plans or models a GPU.
+inline constexpr const char* device_help =
+    "GPU model: a built-in key (braid-devices lists them) or a device JSON file (docs/formats.md)";
+
+// The modes, and the default every tool shares.
+inline constexpr const char* default_mode = "graph";
+
+// `old_name` (say "--streams") as a hidden spelling of `current_name`
+// ("--max-streams"): it sets the same value and prints on stderr that it is
+// deprecated. Given together with `current` (the option it replaced), the
+// command line is refused.
+template <class T>
+CLI::Option* add_deprecated(CLI::App& app, const std::string& old_name, T& target, const std::string& current_name,
+                            const CLI::Option* current) {
+    return app.add_option(old_name, target, "deprecated: use " + current_name)
+        ->group("")
+        ->each([&app, old_name, current_name, current](const std::string&) {
+            if (current->count() > 0)
+                throw CLI::ValidationError(old_name + " is the old spelling of " + current->get_name() +
+                                           "; give only one of them");
+            fmt::print(stderr, "{}: {} is deprecated and goes away in the next release; use {} (docs/cli.md)\n",
+                       app.get_name(), old_name, current_name);
+        });
+}
+
+}  // namespace braid::cli
