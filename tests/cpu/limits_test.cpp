@@ -68,6 +68,14 @@ TEST_CASE("nesting, string length, array size and file size have limits") {
     CHECK(error_of([&] { (void)detail::load_json_file(big); }) ==
           big + ": the file has 268435457 bytes, more than the 268435456 braid reads");
     std::filesystem::remove(big);
+
+    // An empty file and a folder are named as such.
+    const std::string empty = (std::filesystem::temp_directory_path() / "braid-limits-empty.json").string();
+    std::ofstream(empty).close();
+    CHECK(error_of([&] { (void)detail::load_json_file(empty); }) == empty + ": the file is empty, not a JSON document");
+    std::filesystem::remove(empty);
+    const std::string folder = std::filesystem::temp_directory_path().string();
+    CHECK(error_of([&] { (void)detail::load_json_file(folder); }) == "'" + folder + "' is a folder, not a file");
 }
 
 TEST_CASE("each loader recognises another braid document by its format") {

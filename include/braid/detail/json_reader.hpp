@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <limits>
@@ -157,7 +158,7 @@ private:
 
 namespace json_text {
 
-// "line 3, column 14" of byte `at` (1-based, counting bytes).
+// "3:14": line and column of byte `at` (1-based, counting bytes).
 inline std::string position(std::string_view text, std::size_t at) {
     std::size_t line = 1, col = 1;
     for (std::size_t i = 0; i < at && i < text.size(); ++i) {
@@ -252,6 +253,7 @@ inline nlohmann::json parse_json(const std::string& text, const std::string& sou
 }
 
 inline std::string read_text_file(const std::string& path) {
+    if (std::filesystem::is_directory(path)) throw Error("'" + path + "' is a folder, not a file");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cannot open '" + path + "' for reading");
     in.seekg(0, std::ios::end);
