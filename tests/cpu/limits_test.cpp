@@ -104,7 +104,7 @@ TEST_CASE("launch shapes beyond CUDA's limits are refused where they are read") 
     CHECK(launch_problem(KernelShape{"k", {2147483648u, 1, 1}, {32, 1, 1}}) ==
           "grid dimension 0 is 2147483648, CUDA allows at most 2147483647");
     CHECK(launch_problem(KernelShape{"k", {1, 65536, 1}, {32, 1, 1}}) == "grid dimension 1 is 65536, CUDA allows at most 65535");
-    CHECK(launch_problem(KernelShape{"k", {1, 1, 1}, {1, 1, 65}}) == "block dimension 2 is 65, CUDA allows at most 64");
+    CHECK(launch_problem(KernelShape{"k", {1, 1, 1}, {1, 1, 65}}) == "block dimension 2 has 65 threads, CUDA allows at most 64");
     CHECK(launch_problem(KernelShape{"k", {1, 1, 1}, {32, 32, 2}}) ==
           "a block of 32x32x2 = 2048 threads, CUDA allows at most 1024");
     CHECK(launch_problem(KernelShape{"k", {1, 0, 1}, {32, 1, 1}}) == "grid dimension 1 is 0 (an empty grid)");

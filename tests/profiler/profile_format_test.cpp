@@ -101,7 +101,8 @@ TEST_CASE("malformed profiles are rejected with the path of the bad field") {
         return load_error(j);
     };
     CHECK(load_error(good).empty());
-    CHECK(broken([](json& j) { j["format"] = "braid.plan"; }).find("$.format: expected \"braid.profile\"") == 0);
+    CHECK(broken([](json& j) { j["format"] = "braid.plan"; }) == "$: this is a braid.plan, not a braid.profile");
+    CHECK(broken([](json& j) { j["format"] = "other"; }).find("$.format: expected \"braid.profile\"") == 0);
     CHECK(broken([](json& j) { j["version"] = 2; }).find("$.version: this braid reads profile version 1") == 0);
     CHECK(broken([](json& j) { j.erase("graph_fingerprint"); }) == "$.graph_fingerprint: required field is missing");
     CHECK(broken([](json& j) { j["device"]["sm_count"] = "many"; }).find("$.device.sm_count: expected an integer") == 0);
@@ -139,9 +140,9 @@ TEST_CASE("malformed profiles are rejected with the path of the bad field") {
               .find("$.ops[0]: a durations-only profile lists no kernels or transfers") == 0);
     CHECK(broken([](json& j) { j["ops"][0] = 3; }) == "$.ops[0]: expected an object, got an integer");
     CHECK(broken([](json& j) { j["run"]["settings"]["m"] = json::object(); }) ==
-          "$.run.settings.m: expected a number, string or bool, got object");
+          "$.run.settings.m: expected a number, string or bool, got an object");
     CHECK(broken([](json& j) { j["run"]["settings"]["m"] = json::array({1}); }) ==
-          "$.run.settings.m: expected a number, string or bool, got array");
+          "$.run.settings.m: expected a number, string or bool, got an array");
     CHECK(broken([](json& j) { j["run"]["settings"]["m"] = nullptr; }) ==
           "$.run.settings.m: expected a number, string or bool, got null");
     CHECK(broken([](json& j) { j["run"]["settings"]["m"] = std::numeric_limits<std::uint64_t>::max(); }) ==
@@ -175,7 +176,7 @@ TEST_CASE("settings nested 100,000 levels deep are refused, not a crash") {
     for (int i = 0; i < 100000; ++i) deep += "{\"m\": ";
     deep += "1" + std::string(100000, '}');
     text.replace(text.find("\"DEEP\""), 6, deep);
-    CHECK(load_error(json::parse(text)) == "$.run.settings.m: expected a number, string or bool, got object");
+    CHECK(load_error(json::parse(text)) == "$.run.settings.m: expected a number, string or bool, got an object");
 }
 
 TEST_CASE("a malformed profile file is named in the error") {

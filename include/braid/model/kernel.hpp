@@ -68,8 +68,8 @@ inline std::string block_problem(const Dim3& block) {
         const std::uint32_t most = i == 2 ? LaunchLimits::max_block_z : LaunchLimits::max_block_xy;
         if (dims[i] == 0) return "block dimension " + std::to_string(i) + " is 0 (an empty block)";
         if (dims[i] > most)
-            return "block dimension " + std::to_string(i) + " is " + std::to_string(dims[i]) + ", CUDA allows at most " +
-                   std::to_string(most);
+            return "block dimension " + std::to_string(i) + " has " + std::to_string(dims[i]) +
+                   " threads, CUDA allows at most " + std::to_string(most);
     }
     if (block.count() > LaunchLimits::max_threads_per_block)
         return "a block of " + std::to_string(block.x) + "x" + std::to_string(block.y) + "x" + std::to_string(block.z) +
