@@ -7,6 +7,7 @@
 // weight bit for bit.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,7 @@
 #include "braid/model/estimate.hpp"
 #include "braid/plan/plan_json.hpp"
 #include "braid/planner/make_plan.hpp"
+#include "caffe/prototxt.hpp"
 #include "nets/zoo.hpp"
 #include "train/host_model.hpp"
 #include "train/summary.hpp"
@@ -48,6 +50,9 @@ struct Options {
     bool summary = false;
     bool check = false;
     bool no_aux = false;
+    bool net_given = false;
+    std::string prototxt;
+    PrototxtOptions prototxt_options;  // what the command line sets over the prototxt
     std::string backend = "host";
     std::string strategy = "serial";
     std::string mode;  // empty: graph where CUDA graphs exist (--backend cuda), else eager
@@ -64,6 +69,9 @@ struct UsageError {
 };
 
 void validate(Options& o) {
+    if (!o.net_given && o.prototxt.empty())
+        throw UsageError{"which network? Give --net (" + fmt::format("{}", fmt::join(network_names(), ", ")) +
+                         ") or --prototxt FILE"};
     const std::vector<std::string>& strategies = braid::strategy_names();
     const bool named = std::find(strategies.begin(), strategies.end(), o.strategy) != strategies.end();
     if (!named) {
@@ -140,11 +148,28 @@ braid::Plan make_training_plan(const Options& o, const TrainingGraph& tg, const 
     return braid::make_plan(tg.graph, device, costs, options);
 }
 
-int train(const Options& o) {
+// The training step of a bundled net or of a prototxt (whose notes go to
+// stderr), and the line that names it.
+TrainingGraph make_training_graph(const Options& o, std::string& label) {
     TrainConfig config = o.train;
+    if (!o.prototxt.empty()) {
+        PrototxtNet net = read_prototxt_if_built(o.prototxt, o.prototxt_options);
+        for (const std::string& n : net.notes) fmt::print(stderr, "note: {}\n", n);
+        const Shape4 in = net.network.input_shape();
+        label = fmt::format("{} ({}): batch {}, {}x{} images, {} classes", net.network.name(), o.prototxt, in.n, in.h,
+                            in.w, net.network.classes());
+        return build_training_graph(std::move(net.network), config.optimizer, config.seed, config.data_batches);
+    }
     config.model.aux_classifiers = !o.no_aux;
-    const TrainingGraph tg = build_training_graph(config);
     const NetConfig& m = config.model;
+    label = fmt::format("{}: batch {}, {}x{} images, {} classes, width scale {}", m.net, m.batch, m.image, m.image,
+                        m.classes, m.width_scale);
+    return build_training_graph(config);
+}
+
+int train(const Options& o) {
+    std::string label;
+    const TrainingGraph tg = make_training_graph(o, label);
 
     if (o.summary) {
         const braid::DeviceSpec device = braid::load_device(o.device);
@@ -163,10 +188,8 @@ int train(const Options& o) {
     }
 #endif
 
-    fmt::print("{}: batch {}, {}x{} images, {} classes, width scale {}, {} parameters; {} backend, {} strategy, "
-               "seed {}\n",
-               m.net, m.batch, m.image, m.image, m.classes, m.width_scale, tg.network.parameter_count(), o.backend,
-               o.strategy, config.seed);
+    fmt::print("{}, {} parameters; {} backend, {} strategy, seed {}\n", label, tg.network.parameter_count(), o.backend,
+               o.strategy, o.train.seed);
     std::fflush(stdout);
 
     const braid::DeviceSpec device = braid::load_device(o.device);
@@ -208,14 +231,14 @@ int train(const Options& o) {
         progress.clear();
         if (it > 1 || o.iterations == 1) steady_seconds += seconds;
         fmt::print("iteration {:>{}}/{}  loss {:.6f}  {:.1f} ms  {:.1f} images/s\n", it,
-                   std::to_string(o.iterations).size(), o.iterations, model.loss(), seconds * 1e3, m.batch / seconds);
+                   std::to_string(o.iterations).size(), o.iterations, model.loss(), seconds * 1e3, tg.batch() / seconds);
         std::fflush(stdout);
     }
     // The first iteration warms caches and starts the workers: left out of the mean.
     const std::uint32_t timed = o.iterations > 1 ? o.iterations - 1 : 1;
     fmt::print("mean over iteration{} {}: {:.1f} ms per iteration, {:.1f} images/s\n", timed > 1 ? "s" : "",
                o.iterations > 1 ? fmt::format("2..{}", o.iterations) : std::string("1"), steady_seconds / timed * 1e3,
-               m.batch * timed / steady_seconds);
+               tg.batch() * timed / steady_seconds);
 
     if (o.check) {
         HostModel reference(tg);
@@ -263,21 +286,25 @@ int main(int argc, char** argv) {
     NetConfig& m = o.train.model;
     CLI::App app{"Trains GoogLeNet or ResNet on seeded synthetic data with braid, reporting loss and speed.",
                  "braid-train"};
-    app.add_option("--net", m.net, "network")
-        ->required()
-        ->check(CLI::IsMember(network_names()));
-    app.add_option("--batch", m.batch, "images per iteration")->check(at_least(1))->capture_default_str();
-    app.add_option("--image", m.image, "image height and width in pixels")->check(at_least(1))->capture_default_str();
-    app.add_option("--classes", m.classes, "number of classes")->check(at_least(2))->capture_default_str();
+    CLI::Option* net = app.add_option("--net", m.net, "network (or --prototxt)")->check(CLI::IsMember(network_names()));
+    CLI::Option* batch = app.add_option("--batch", m.batch, "images per iteration")->check(at_least(1))->capture_default_str();
+    CLI::Option* image =
+        app.add_option("--image", m.image, "image height and width in pixels")->check(at_least(1))->capture_default_str();
+    CLI::Option* classes =
+        app.add_option("--classes", m.classes, "number of classes")->check(at_least(2))->capture_default_str();
     app.add_option("--iters", o.iterations, "training iterations")->check(at_least(1))->capture_default_str();
     app.add_option("--seed", o.train.seed, "seed of parameters, data and dropout")->capture_default_str();
     app.add_option("--data-batches", o.train.data_batches,
                    "cycle through this many fixed synthetic batches (0: a fresh batch every iteration)")
         ->capture_default_str();
-    app.add_option("--width-scale", m.width_scale, "multiplies every hidden channel count")
+    CLI::Option* width = app.add_option("--width-scale", m.width_scale, "multiplies every hidden channel count")
         ->check(positive())
         ->capture_default_str();
-    app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers");
+    CLI::Option* no_aux = app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers");
+    app.add_option("--prototxt", o.prototxt,
+                   "train a Caffe net definition instead of --net (docs/caffe.md); --batch, --image and --classes, "
+                   "when given, override the file's")
+        ->excludes(net, width, no_aux);
     app.add_option("--lr", o.train.optimizer.learning_rate, "SGD learning rate")->capture_default_str();
     app.add_option("--momentum", o.train.optimizer.momentum, "SGD momentum")->capture_default_str();
     app.add_option("--weight-decay", o.train.optimizer.weight_decay, "L2 weight decay of weights")
@@ -306,6 +333,10 @@ int main(int argc, char** argv) {
     app.add_flag("--heuristic-algorithms", o.heuristic_algorithms,
                  "cuda: cuDNN's heuristics choose convolution algorithms instead of timing them (cudnnFind)");
     CLI11_PARSE(app, argc, argv);
+    o.net_given = net->count() > 0;
+    if (batch->count() > 0) o.prototxt_options.batch = m.batch;
+    if (image->count() > 0) o.prototxt_options.image = m.image;
+    if (classes->count() > 0) o.prototxt_options.classes = m.classes;
 
     try {
         validate(o);

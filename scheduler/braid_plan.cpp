@@ -17,6 +17,7 @@
 #include "braid/braid.hpp"
 #include "braid/profiler/costs.hpp"
 #include "braid/profiler/profile_json.hpp"
+#include "caffe/prototxt.hpp"
 #include "nets/zoo.hpp"
 #include "vocabulary.hpp"
 #include "train/training_graph.hpp"
@@ -31,6 +32,8 @@ struct Options {
     double width_scale = 1.0;
     bool no_aux = false;
     std::string profile;
+    std::string prototxt;
+    braid::samples::PrototxtOptions prototxt_options;  // what the command line sets over the prototxt
     std::string device;
     std::string device_json;
     std::string strategy = "braid";
@@ -52,6 +55,7 @@ struct Problem {
     std::string what;       // "googlenet, batch 32, 224x224, 1000 classes"
     std::string cost_source;  // "roofline estimate" or "profile <file>"
     std::vector<std::string> warnings;
+    std::vector<std::string> notes;  // what a prototxt's reader did not carry over
 
     const braid::OpGraph& graph() const { return training ? training->graph : *profiled; }
 };
@@ -77,6 +81,18 @@ Problem load_problem(const Options& o) {
         p.costs = braid::costs_from_profile(prof, *p.profiled, p.device);
         p.what = "profiled '" + prof.run.network + "' (" + std::to_string(p.profiled->op_count()) + " ops)";
         p.cost_source = "profile " + o.profile + (prof.durations_only ? " (durations only)" : "");
+        return p;
+    }
+    if (!o.prototxt.empty()) {
+        braid::samples::PrototxtNet net = braid::samples::read_prototxt_if_built(o.prototxt, o.prototxt_options);
+        const braid::samples::Shape4 in = net.network.input_shape();
+        p.what = fmt::format("{} from {}, batch {}, {}x{}, {} classes", net.network.name(), o.prototxt, in.n, in.h,
+                             in.w, net.network.classes());
+        p.notes = std::move(net.notes);
+        p.training = braid::samples::build_training_graph(std::move(net.network), braid::samples::SgdConfig{}, 1);
+        p.device = pick_device(o, nullptr);
+        p.costs = braid::estimate_costs(p.device, braid::samples::op_estimates(*p.training));
+        p.cost_source = "roofline estimate";
         return p;
     }
     braid::samples::TrainConfig tc;
@@ -166,12 +182,14 @@ int run(const Options& o) {
             {"chosen", o.strategy},
             {"files", {{"plan", plan_path}, {"trace", trace_path}, {"svg", svg_path}}},
             {"warnings", p.warnings},
+            {"notes", p.notes},
         };
         fmt::print("{}\n", out.dump(2));
         return 0;
     }
 
     for (const std::string& w : p.warnings) fmt::print(stderr, "warning: {}\n", w);
+    for (const std::string& n : p.notes) fmt::print(stderr, "note: {}\n", n);
     fmt::print("braid-plan: {} on {} ({})\n", p.what, p.device.name, p.cost_source);
     fmt::print("  {} ops, {} edges; lower bound {:.3f} ms (critical path {:.3f} ms, SM area {:.3f} ms)\n", g.op_count(),
                g.edge_count(), cmp.bound.bound_ns / 1e6, cmp.bound.critical_path_ns / 1e6, cmp.bound.area_ns / 1e6);
@@ -224,20 +242,28 @@ int main(int argc, char** argv) {
         "  braid-plan --net resnet50 --batch 128 --device a100 --mode eager\n"
         "  braid-plan --device my-gpu.json              a GPU not in the table, from a device JSON file\n"
         "  braid-plan --profile profile.json            plan a graph profiled by braid-profile\n"
+        "  braid-plan --prototxt train_val.prototxt     plan a Caffe net (--batch, --image, --classes override it)\n"
         "  braid-plan --net resnet152 --format json     numbers for scripts\n"
         "  braid-plan --list-devices | --list-nets\n");
-    app.add_option("--net", o.net, "bundled network: googlenet, resnet18, resnet34, resnet50, resnet101, resnet152")
+    CLI::Option* net = app.add_option("--net", o.net, "bundled network: googlenet, resnet18, resnet34, resnet50, resnet101, resnet152")
         ->capture_default_str();
-    app.add_option("--batch", o.batch, "images per iteration")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
-    app.add_option("--image", o.image, "square input images of this many pixels a side")
+    CLI::Option* batch =
+        app.add_option("--batch", o.batch, "images per iteration")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
+    CLI::Option* image = app.add_option("--image", o.image, "square input images of this many pixels a side")
         ->check(CLI::Range(1u, 8192u))
         ->capture_default_str();
-    app.add_option("--classes", o.classes, "output classes")->check(CLI::Range(1u, 1u << 24))->capture_default_str();
-    app.add_option("--width-scale", o.width_scale, "multiply every hidden channel count (small nets for quick looks)")
+    CLI::Option* classes =
+        app.add_option("--classes", o.classes, "output classes")->check(CLI::Range(1u, 1u << 24))->capture_default_str();
+    CLI::Option* width = app.add_option("--width-scale", o.width_scale, "multiply every hidden channel count (small nets for quick looks)")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
-    app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers");
-    app.add_option("--profile", o.profile, "plan the graph and measured costs of a braid-profile profile.json instead");
+    CLI::Option* no_aux = app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers");
+    CLI::Option* profile =
+        app.add_option("--profile", o.profile, "plan the graph and measured costs of a braid-profile profile.json instead");
+    app.add_option("--prototxt", o.prototxt,
+                   "plan a Caffe net definition instead (docs/caffe.md); --batch, --image and --classes, when given, "
+                   "override the file's")
+        ->excludes(net, width, no_aux, profile);
     CLI::Option* device = app.add_option("--device", o.device, std::string(braid::cli::device_help) +
                                                                   "; default: the profile's, else h200");
     braid::cli::add_deprecated(app, "--device-json", o.device_json, "--device FILE", device);
@@ -262,6 +288,9 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     }
+    if (batch->count() > 0) o.prototxt_options.batch = o.batch;
+    if (image->count() > 0) o.prototxt_options.image = o.image;
+    if (classes->count() > 0) o.prototxt_options.classes = o.classes;
     try {
         return run(o);
     } catch (const std::exception& e) {

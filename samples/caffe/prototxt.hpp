@@ -44,4 +44,17 @@ PrototxtNet read_prototxt(const std::string& path, const PrototxtOptions& option
 // `source` names the text in messages (a file name).
 PrototxtNet parse_prototxt(const std::string& text, const std::string& source, const PrototxtOptions& options = {});
 
+// For the tools, which are built with or without the reader: read_prototxt,
+// or a PrototxtError saying how to get a build that has it.
+inline PrototxtNet read_prototxt_if_built(const std::string& path, const PrototxtOptions& options) {
+#if BRAID_WITH_CAFFE
+    return read_prototxt(path, options);
+#else
+    (void)options;
+    throw PrototxtError("cannot read '" + path +
+                        "': this build has no Caffe prototxt reader (install libprotobuf-dev and protobuf-compiler, "
+                        "as tools/setup does, and configure again)");
+#endif
+}
+
 }  // namespace braid::samples

@@ -3,9 +3,6 @@
 // spellings must still work while saying what replaced them.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-
-#include <array>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -15,23 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "run_command.hpp"
+
 namespace {
 
-struct Run {
-    int status = -1;
-    std::string output;  // stdout and stderr
-};
-
-Run run(const std::string& command) {
-    Run r;
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::array<char, 4096> buffer{};
-    while (fgets(buffer.data(), static_cast<int>(buffer.size()), pipe)) r.output += buffer.data();
-    const int raw = pclose(pipe);
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    return r;
-}
+using Run = braid::testing::CommandRun;
+using braid::testing::run_command;
 
 // Tool name -> the options docs/cli.md marks for it.
 std::map<std::string, std::set<std::string>> documented() {
@@ -108,7 +94,7 @@ TEST_CASE("every tool's --help lists exactly its options in docs/cli.md") {
     REQUIRE(!tools().empty());
     for (const auto& [name, path] : tools()) {
         CAPTURE(name);
-        const Run r = run(path + " --help");
+        const Run r = run_command(path + " --help");
         CHECK(r.status == 0);
         REQUIRE(docs.count(name) == 1);
         CHECK(listed(r.output) == docs.at(name));
@@ -119,24 +105,24 @@ TEST_CASE("old spellings still work, say what replaced them, and conflicting opt
 #ifdef BRAID_PLAN_PATH
     {
         const std::string dir = std::string(BRAID_BUILD_DIR) + "/cli-docs-test";
-        const Run r = run(std::string(BRAID_PLAN_PATH) + " --net resnet18 --image 32 --width-scale 0.125 --batch 2 "
+        const Run r = run_command(std::string(BRAID_PLAN_PATH) + " --net resnet18 --image 32 --width-scale 0.125 --batch 2 "
                                                         "--device-json " BRAID_SOURCE_DIR
                                                         "/tools/fuzz/corpus/device/h200-profiled.json --out " +
                           dir + " --format json");
         CHECK(r.status == 0);
         CHECK(r.output.find("braid-plan: --device-json is deprecated and goes away in the next release; use --device "
                             "FILE (docs/cli.md)") != std::string::npos);
-        const Run both = run(std::string(BRAID_PLAN_PATH) + " --device h100 --device-json x.json");
+        const Run both = run_command(std::string(BRAID_PLAN_PATH) + " --device h100 --device-json x.json");
         CHECK(both.status != 0);
         CHECK(both.output.find("--device-json is the old spelling of --device; give only one of them") !=
               std::string::npos);
-        const Run file = run(std::string(BRAID_PLAN_PATH) + " --device " BRAID_SOURCE_DIR
+        const Run file = run_command(std::string(BRAID_PLAN_PATH) + " --device " BRAID_SOURCE_DIR
                                                             "/tools/fuzz/corpus/device/h200-profiled.json --net resnet18 "
                                                             "--image 32 --width-scale 0.125 --batch 2 --out " +
                              dir);
         CHECK(file.status == 0);
         CHECK(file.output.find("NVIDIA H200") != std::string::npos);
-        const Run plan_as_device = run(std::string(BRAID_PLAN_PATH) + " --device " + dir + "/plan.json");
+        const Run plan_as_device = run_command(std::string(BRAID_PLAN_PATH) + " --device " + dir + "/plan.json");
         CHECK(plan_as_device.status != 0);
         CHECK(plan_as_device.output.find(dir + "/plan.json: $: this is a braid.plan, not a device description") !=
               std::string::npos);
@@ -144,13 +130,13 @@ TEST_CASE("old spellings still work, say what replaced them, and conflicting opt
 #endif
 #ifdef BRAID_TRAIN_PATH
     {
-        const Run r = run(std::string(BRAID_TRAIN_PATH) +
+        const Run r = run_command(std::string(BRAID_TRAIN_PATH) +
                           " --net resnet18 --image 32 --width-scale 0.125 --batch 2 --classes 4 --iters 1 "
                           "--strategy braid --streams 2");
         CHECK(r.status == 0);
         CHECK(r.output.find("braid-train: --streams is deprecated and goes away in the next release; use --max-streams") !=
               std::string::npos);
-        const Run both = run(std::string(BRAID_TRAIN_PATH) + " --net resnet18 --streams 2 --max-streams 3");
+        const Run both = run_command(std::string(BRAID_TRAIN_PATH) + " --net resnet18 --streams 2 --max-streams 3");
         CHECK(both.status != 0);
         CHECK(both.output.find("--streams is the old spelling of --max-streams; give only one of them") !=
               std::string::npos);
@@ -158,11 +144,11 @@ TEST_CASE("old spellings still work, say what replaced them, and conflicting opt
 #endif
 #ifdef BRAID_DEVICES_PATH
     {
-        const Run one = run(std::string(BRAID_DEVICES_PATH) + " --device a100 --format json");
+        const Run one = run_command(std::string(BRAID_DEVICES_PATH) + " --device a100 --format json");
         CHECK(one.status == 0);
         CHECK(one.output.find("\"key\": \"a100\"") != std::string::npos);
         CHECK(one.output.find("\"key\": \"h200\"") == std::string::npos);
-        const Run bad = run(std::string(BRAID_DEVICES_PATH) + " --device b300");
+        const Run bad = run_command(std::string(BRAID_DEVICES_PATH) + " --device b300");
         CHECK(bad.status == 1);
         CHECK(bad.output.find("unknown device 'b300'; known devices: a100, h100, h200, l40s, rtx4090") !=
               std::string::npos);

@@ -4,11 +4,9 @@
 // serial runner's weights).
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
 
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,28 +15,16 @@
 #include "braid/model/device_table.hpp"
 #include "braid/plan/plan_json.hpp"
 #include "braid/planner/make_plan.hpp"
+#include "run_command.hpp"
 #include "train/training_graph.hpp"
 
 #ifdef BRAID_TRAIN_PATH
 
 namespace {
 
-struct Run {
-    int status = -1;
-    std::string output;  // stdout and stderr
-};
+using Run = braid::testing::CommandRun;
 
-Run braid_train(const std::string& args) {
-    const std::string command = std::string(BRAID_TRAIN_PATH) + " " + args + " 2>&1";
-    Run run;
-    FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::array<char, 4096> buffer{};
-    while (fgets(buffer.data(), static_cast<int>(buffer.size()), pipe)) run.output += buffer.data();
-    const int raw = pclose(pipe);
-    run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    return run;
-}
+Run braid_train(const std::string& args) { return braid::testing::run_command(std::string(BRAID_TRAIN_PATH) + " " + args); }
 
 void check_fails(const std::string& args, const std::string& expected) {
     CAPTURE(args);
@@ -76,7 +62,7 @@ TEST_SUITE("cpu") {
 
 TEST_CASE("braid-train rejects bad arguments with a clear error") {
     check_fails("--net alexnet", "--net: alexnet not in {googlenet,resnet18,resnet34,resnet50,resnet101,resnet152}");
-    check_fails("", "--net is required");
+    check_fails("", "which network? Give --net (googlenet, resnet18");
     check_fails("--net resnet18 --batch 0", "--batch: must be a number of at least 1, got '0'");
     check_fails("--net resnet18 --classes 1", "--classes: must be a number of at least 2");
     check_fails("--net resnet18 --width-scale 0", "--width-scale: must be a positive number");
@@ -88,6 +74,28 @@ TEST_CASE("braid-train rejects bad arguments with a clear error") {
     check_fails("--net resnet18 --strategy fastest " + tiny, "--strategy 'fastest' is neither");
     check_fails("--net resnet18 --strategy /nonexistent/plan.json " + tiny, "plan file '/nonexistent/plan.json' does not exist");
     check_fails("--net resnet18 --device tpu3 --summary", "unknown device 'tpu3'");
+}
+
+TEST_CASE("braid-train --prototxt trains a Caffe net, the command line over the file") {
+    const std::string resnet50 = BRAID_SOURCE_DIR "/samples/caffe/models/resnet50.prototxt";
+#if BRAID_TOOLS_HAVE_CAFFE
+    const Run summary = braid_train("--prototxt " + resnet50 + " --summary --classes 10");
+    CAPTURE(summary.output);
+    CHECK(summary.status == 0);
+    CHECK(summary.output.find("layer4.2.conv3") != std::string::npos);
+    CHECK(summary.output.find("note: skipped: layers of the TEST phase only") != std::string::npos);
+    const Run train = braid_train("--prototxt " + resnet50 +
+                                  " --batch 1 --image 32 --classes 10 --iters 1 --strategy braid --max-streams 2 --check");
+    CAPTURE(train.output);
+    CHECK(train.status == 0);
+    CHECK(train.output.find("ResNet-50 (" + resnet50 + "): batch 1, 32x32 images, 10 classes") != std::string::npos);
+    CHECK(train.output.find("check against a serial run: bitwise identical") != std::string::npos);
+    check_fails("--prototxt /nonexistent/net.prototxt", "cannot read prototxt '/nonexistent/net.prototxt'");
+#else
+    check_fails("--prototxt " + resnet50, "this build has no Caffe prototxt reader");
+#endif
+    check_fails("--prototxt " + resnet50 + " --net resnet50", "--net excludes --prototxt");
+    check_fails("--batch 2", "which network? Give --net");
 }
 
 TEST_CASE("braid-train --backend cuda: no CUDA part, no device (exit 77), or a bitwise-checked GPU run") {

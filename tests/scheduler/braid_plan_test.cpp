@@ -2,7 +2,6 @@
 // plans that validate, well-formed SVG, and clear errors for bad arguments.
 #include <doctest/doctest.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,29 +12,16 @@
 #include "braid/braid.hpp"
 #include "braid/graph/graph_json.hpp"
 #include "braid/profiler/profile_json.hpp"
+#include "run_command.hpp"
 #include "train/training_graph.hpp"
 
 using namespace braid;
 
 namespace {
 
-struct Run {
-    int status = 0;
-    std::string out;  // stdout and stderr together
-};
+using Run = braid::testing::CommandRun;
 
-Run run_tool(const std::string& args) {
-    const std::string cmd = std::string(BRAID_PLAN_EXE) + " " + args + " 2>&1";
-    Run r;
-    FILE* pipe = popen(cmd.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::array<char, 4096> buf{};
-    std::size_t n = 0;
-    while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-    const int raw = pclose(pipe);
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    return r;
-}
+Run run_tool(const std::string& args) { return braid::testing::run_command(std::string(BRAID_PLAN_EXE) + " " + args); }
 
 std::string read(const std::filesystem::path& p) {
     std::ifstream in(p);
@@ -94,8 +80,8 @@ TEST_CASE("braid-plan --format json agrees with the library and writes a valid p
     std::filesystem::remove_all(dir);
     const Run r = run_tool("--net resnet18 --batch 8 --image 64 --classes 10 --device a100 --max-streams 4 --format json --out " +
                            dir.string());
-    REQUIRE_MESSAGE(r.status == 0, r.out);
-    const nlohmann::json j = nlohmann::json::parse(r.out);
+    REQUIRE_MESSAGE(r.status == 0, r.output);
+    const nlohmann::json j = nlohmann::json::parse(r.output);
     REQUIRE(j["strategies"].size() == 4);
 
     // The same inputs through the library.
@@ -138,10 +124,10 @@ TEST_CASE("braid-plan writes the strategy asked for, and the table names the fil
     const std::filesystem::path dir = std::filesystem::temp_directory_path() / "braid-plan-test-table";
     const Run r = run_tool("--net googlenet --batch 4 --image 96 --classes 10 --no-aux --strategy nimble --mode eager --out " +
                            dir.string());
-    REQUIRE_MESSAGE(r.status == 0, r.out);
-    CHECK(r.out.find("nimble") != std::string::npos);
-    CHECK(r.out.find("<- written") != std::string::npos);
-    CHECK(r.out.find((dir / "plan.json").string()) != std::string::npos);
+    REQUIRE_MESSAGE(r.status == 0, r.output);
+    CHECK(r.output.find("nimble") != std::string::npos);
+    CHECK(r.output.find("<- written") != std::string::npos);
+    CHECK(r.output.find((dir / "plan.json").string()) != std::string::npos);
     samples::TrainConfig tc;
     tc.model.net = "googlenet";
     tc.model.batch = 4;
@@ -153,21 +139,21 @@ TEST_CASE("braid-plan writes the strategy asked for, and the table names the fil
     CHECK(p.strategy == "nimble");
     CHECK(first_violation(p, tg.graph) == "");
     // The table explains itself: what every column means and where the numbers come from.
-    CHECK(r.out.find("Predicted by braid's GPU simulator for the h200 from roofline-estimated costs.") != std::string::npos);
-    CHECK(r.out.find("vs serial: the serial plan's time in eager mode divided by the row's.") != std::string::npos);
-    CHECK(r.out.find("/ lower bnd: the row's time over the lower bound") != std::string::npos);
-    CHECK(r.out.find("waits: cross-stream event waits in the plan.") != std::string::npos);
+    CHECK(r.output.find("Predicted by braid's GPU simulator for the h200 from roofline-estimated costs.") != std::string::npos);
+    CHECK(r.output.find("vs serial: the serial plan's time in eager mode divided by the row's.") != std::string::npos);
+    CHECK(r.output.find("/ lower bnd: the row's time over the lower bound") != std::string::npos);
+    CHECK(r.output.find("waits: cross-stream event waits in the plan.") != std::string::npos);
 
     // In graph mode "vs serial" already is against the serial graph: no second column.
     const Run g = run_tool("--net googlenet --batch 4 --image 96 --classes 10 --no-aux --out " + dir.string());
-    REQUIRE_MESSAGE(g.status == 0, g.out);
-    CHECK(g.out.find("plans run in graph mode") != std::string::npos);
-    CHECK(g.out.find("vs serial graph") == std::string::npos);
+    REQUIRE_MESSAGE(g.status == 0, g.output);
+    CHECK(g.output.find("plans run in graph mode") != std::string::npos);
+    CHECK(g.output.find("vs serial graph") == std::string::npos);
 
     // A plan given where a profile belongs is named as such, with the file.
     const Run wrong = run_tool("--profile " + (dir / "plan.json").string());
     CHECK(wrong.status != 0);
-    CHECK(wrong.out.find((dir / "plan.json").string() + ": $: this is a braid.plan, not a braid.profile") !=
+    CHECK(wrong.output.find((dir / "plan.json").string() + ": $: this is a braid.plan, not a braid.profile") !=
           std::string::npos);
     std::filesystem::remove_all(dir);
 }
@@ -175,28 +161,53 @@ TEST_CASE("braid-plan writes the strategy asked for, and the table names the fil
 TEST_CASE("braid-plan: bad arguments give clear errors and a non-zero exit") {
     Run r = run_tool("--net alexnet");
     CHECK(r.status != 0);
-    CHECK(r.out.find("unknown network 'alexnet'; known networks: googlenet") != std::string::npos);
+    CHECK(r.output.find("unknown network 'alexnet'; known networks: googlenet") != std::string::npos);
     r = run_tool("--device v100");
     CHECK(r.status != 0);
-    CHECK(r.out.find("unknown device 'v100'; known devices: a100, h100, h200, l40s, rtx4090") != std::string::npos);
+    CHECK(r.output.find("unknown device 'v100'; known devices: a100, h100, h200, l40s, rtx4090") != std::string::npos);
     r = run_tool("--profile /nonexistent/profile.json");
     CHECK(r.status != 0);
-    CHECK(r.out.find("cannot read profile '/nonexistent/profile.json'") != std::string::npos);
+    CHECK(r.output.find("cannot read profile '/nonexistent/profile.json'") != std::string::npos);
     r = run_tool("--batch 0");
     CHECK(r.status != 0);
-    CHECK(r.out.find("--batch") != std::string::npos);
+    CHECK(r.output.find("--batch") != std::string::npos);
     r = run_tool("--strategy fastest");
     CHECK(r.status != 0);
-    CHECK(r.out.find("unknown strategy 'fastest'") != std::string::npos);
+    CHECK(r.output.find("unknown strategy 'fastest'") != std::string::npos);
     r = run_tool("--net googlenet --image 32");
     CHECK(r.status != 0);
-    CHECK(r.out.find("smallest image") != std::string::npos);
+    CHECK(r.output.find("smallest image") != std::string::npos);
     r = run_tool("--mode sideways");
     CHECK(r.status != 0);
     r = run_tool("--help");
     CHECK(r.status == 0);
-    CHECK(r.out.find("Examples:") != std::string::npos);
-    CHECK(r.out.find("--profile") != std::string::npos);
+    CHECK(r.output.find("Examples:") != std::string::npos);
+    CHECK(r.output.find("--profile") != std::string::npos);
+}
+
+TEST_CASE("braid-plan --prototxt plans a Caffe net like the bundled one it describes") {
+    const std::string googlenet = BRAID_SOURCE_DIR "/samples/caffe/models/googlenet.prototxt";
+    const std::string dir = (std::filesystem::temp_directory_path() / "braid-plan-prototxt").string();
+    const Run r = run_tool("--prototxt " + googlenet + " --batch 8 --format json --out " + dir);
+    CAPTURE(r.output);
+#if BRAID_TOOLS_HAVE_CAFFE
+    REQUIRE(r.status == 0);
+    const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+    CHECK(j["input"] == "GoogleNet from " + googlenet + ", batch 8, 224x224, 1000 classes");
+    CHECK(j["notes"].size() > 3);
+    const Run bundled = run_tool("--net googlenet --batch 8 --format json --out " + dir);
+    const nlohmann::json b = nlohmann::json::parse(bundled.output);
+    CHECK(j["ops"] == b["ops"]);
+    CHECK(j["edges"] == b["edges"]);
+    CHECK(j["serial_graph_ms"] == b["serial_graph_ms"]);
+#else
+    CHECK(r.status == 1);
+    CHECK(r.output.find("this build has no Caffe prototxt reader") != std::string::npos);
+#endif
+    const Run both = run_tool("--prototxt " + googlenet + " --profile p.json");
+    CHECK(both.status != 0);
+    CHECK(both.output.find("--profile excludes --prototxt") != std::string::npos);
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("braid-plan plans a graph embedded in a profile, on the profile's device unless told otherwise") {
@@ -232,8 +243,8 @@ TEST_CASE("braid-plan plans a graph embedded in a profile, on the profile's devi
     save_profile(prof, (dir / "profile.json").string());
 
     Run r = run_tool("--profile " + (dir / "profile.json").string() + " --format json --out " + dir.string());
-    REQUIRE_MESSAGE(r.status == 0, r.out);
-    nlohmann::json j = nlohmann::json::parse(r.out);
+    REQUIRE_MESSAGE(r.status == 0, r.output);
+    nlohmann::json j = nlohmann::json::parse(r.output);
     CHECK(j["device"] == "h100");
     CHECK(j["ops"] == 4);
     const Plan p = load_plan((dir / "plan.json").string(), g);
@@ -242,8 +253,8 @@ TEST_CASE("braid-plan plans a graph embedded in a profile, on the profile's devi
     CHECK(j["strategies"][3]["speedup_vs_serial_graph"].get<double>() > 1.3);  // 200 us serial, 150 us with left and right together
 
     r = run_tool("--profile " + (dir / "profile.json").string() + " --device a100 --format json --out " + dir.string());
-    REQUIRE_MESSAGE(r.status == 0, r.out);
-    j = nlohmann::json::parse(r.out);
+    REQUIRE_MESSAGE(r.status == 0, r.output);
+    j = nlohmann::json::parse(r.output);
     CHECK(j["device"] == "a100");
     REQUIRE(j["warnings"].size() == 1);
     CHECK(j["warnings"][0].get<std::string>().find("H100") != std::string::npos);
@@ -253,6 +264,6 @@ TEST_CASE("braid-plan plans a graph embedded in a profile, on the profile's devi
     save_profile(prof, (dir / "old.json").string());
     r = run_tool("--profile " + (dir / "old.json").string());
     CHECK(r.status != 0);
-    CHECK(r.out.find("has no embedded graph") != std::string::npos);
+    CHECK(r.output.find("has no embedded graph") != std::string::npos);
     std::filesystem::remove_all(dir);
 }
