@@ -181,6 +181,23 @@ CaffeLayer from_legacy(const cf::V1LayerParameter& l, int line) {
     return c;
 }
 
+// Bounds on what a file may ask for, so that a hostile or mistyped number
+// is an error naming the layer, not an overflow or a plan for an absurd net.
+constexpr std::uint32_t max_window = 65535;          // kernel, stride, pad, LRN window
+constexpr std::uint32_t max_outputs = 1u << 20;      // num_output
+constexpr std::uint64_t max_tensor_elements = 1ull << 40;
+
+// N*C*H*W, or nothing when it passes max_tensor_elements (checked before
+// each product, so it cannot wrap).
+std::optional<std::uint64_t> bounded_elements(Shape4 s) {
+    std::uint64_t n = 1;
+    for (std::uint64_t d : {std::uint64_t{s.n}, std::uint64_t{s.c}, std::uint64_t{s.h}, std::uint64_t{s.w}}) {
+        if (d != 0 && n > max_tensor_elements / d) return std::nullopt;
+        n *= d;
+    }
+    return n;
+}
+
 struct Blob {
     enum class Kind { tensor, label } kind = Kind::tensor;
     TensorId tensor = 0;
@@ -221,7 +238,11 @@ public:
                                                      "`input:` with `input_shape` or `input_dim`)");
         if (!has_loss_ && softmax_output_) {
             const auto [name, line, logits] = *softmax_output_;
-            builder_->softmax_loss(name, logits, SoftmaxLossConfig{1.0f});
+            try {
+                builder_->softmax_loss(name, logits, SoftmaxLossConfig{1.0f});
+            } catch (const ShapeError& e) {
+                throw PrototxtError(at(line) + e.what());
+            }
             notes_.add("softmax", "layer '" + name +
                                       "' (Softmax) is the net's output and it has no loss: trained as SoftmaxWithLoss "
                                       "with synthetic labels",
@@ -248,7 +269,7 @@ private:
     void index_producers(const std::vector<CaffeLayer>& layers) {
         for (const CaffeLayer& l : layers)
             if (l.in_train)
-                for (const std::string& t : l.tops) later_.try_emplace(t, l.name + "' on line " + std::to_string(l.line));
+                for (const std::string& t : l.tops) later_.try_emplace(t, &l);
     }
 
     // --- inputs ---------------------------------------------------------
@@ -262,6 +283,8 @@ private:
                  static_cast<std::uint32_t>(dims[2]), static_cast<std::uint32_t>(dims[3])};
         if (options_.batch) s.n = *options_.batch;
         if (options_.image) s.h = s.w = *options_.image;
+        if (!bounded_elements(s))
+            fail(what + " " + to_string(s) + " has more than 2^40 elements, braid's limit for one tensor");
         return s;
     }
 
@@ -344,8 +367,11 @@ private:
             fail("reads '" + name + "', a Softmax output; braid trains a softmax only as the net's last layer or "
                  "inside SoftmaxWithLoss");
         auto later = later_.find(name);
+        if (later != later_.end() && later->second == current_)
+            fail("reads its own top '" + name + "', which no earlier layer produces");
         if (later != later_.end())
-            fail("bottom '" + name + "' is produced only by layer '" + later->second +
+            fail("bottom '" + name + "' is produced only by layer '" + later->second->name + "' on line " +
+                 std::to_string(later->second->line) +
                  ", which comes later; Caffe runs layers in file order, so the net has a cycle or its layers are out "
                  "of order");
         fail("no earlier layer has a top named '" + name + "'");
@@ -390,12 +416,24 @@ private:
 
     template <class Build>
     TensorId guarded(Build build) {
+        TensorId t = 0;
         try {
-            return build();
+            t = build();
         } catch (const ShapeError& e) {
             // NetworkBuilder's message names the network and the layer already.
             throw PrototxtError(at(current_->line) + e.what());
         }
+        const Shape4 s = builder_->shape(t);
+        if (!bounded_elements(s))
+            fail("its output " + to_string(s) + " has more than 2^40 elements, braid's limit for one tensor");
+        return t;
+    }
+
+    std::uint32_t bounded(const char* what, std::uint32_t value, std::uint32_t limit) {
+        if (value > limit)
+            fail(std::string(what) + " " + std::to_string(value) + " is more than " + std::to_string(limit) +
+                 ", braid's limit");
+        return value;
     }
 
     // --- fields ---------------------------------------------------------
@@ -408,9 +446,10 @@ private:
             if (has_h != has_w) fail(std::string("sets only one of ") + what + "_h and " + what + "_w");
             if (h != w) fail(std::string(what) + "_h " + std::to_string(h) + " differs from " + what + "_w " +
                              std::to_string(w) + "; braid's layers are square");
-            return h;
+            return bounded(what, h, max_window);
         }
         if (values.empty()) return fallback;
+        for (std::uint32_t v : values) bounded(what, v, max_window);
         if (values.size() > 2) fail(std::string("has ") + std::to_string(values.size()) + " " + what + " values for 2 spatial axes");
         if (values.size() == 2 && values[0] != values[1])
             fail(std::string(what) + " " + std::to_string(values[0]) + " x " + std::to_string(values[1]) +
@@ -489,6 +528,7 @@ private:
     void convolution(const CaffeLayer& l) {
         const cf::ConvolutionParameter& p = *l.conv;
         if (!p.has_num_output() || p.num_output() == 0) fail("convolution_param needs num_output > 0");
+        bounded("num_output", p.num_output(), max_outputs);
         if (p.axis() != 1) fail("axis must be 1 (channels)");
         const std::uint32_t kernel = square("kernel", {p.kernel_size().begin(), p.kernel_size().end()}, p.has_kernel_h(),
                                             p.kernel_h(), p.has_kernel_w(), p.kernel_w(), 0);
@@ -539,6 +579,9 @@ private:
             c.stride = square("stride", s, p.has_stride_h(), p.stride_h(), p.has_stride_w(), p.stride_w(), 1);
             c.pad = square("pad", pad, p.has_pad_h(), p.pad_h(), p.has_pad_w(), p.pad_w(), 0);
             if (c.stride == 0) fail("stride must be at least 1");
+            if (c.pad >= c.kernel)
+                fail("pad " + std::to_string(c.pad) + " must be less than the kernel " + std::to_string(c.kernel) +
+                     " (Caffe's rule too: a window must not lie wholly in the padding)");
         }
         unary([&](TensorId x) { return builder_->pool(l.name, x, c); });
     }
@@ -548,6 +591,7 @@ private:
         if (p.norm_region() != cf::LRNParameter::ACROSS_CHANNELS)
             fail("norm_region WITHIN_CHANNEL is not one of braid's (ACROSS_CHANNELS is)");
         if (p.local_size() % 2 == 0) fail("local_size must be odd, got " + std::to_string(p.local_size()));
+        bounded("local_size", p.local_size(), max_window);
         unary([&](TensorId x) { return builder_->lrn(l.name, x, LrnConfig{p.local_size(), p.alpha(), p.beta(), p.k()}); });
     }
 
@@ -608,6 +652,7 @@ private:
     void inner_product(const CaffeLayer& l) {
         const cf::InnerProductParameter& p = *l.inner_product;
         if (!p.has_num_output() || p.num_output() == 0) fail("inner_product_param needs num_output > 0");
+        bounded("num_output", p.num_output(), max_outputs);
         if (p.axis() != 1) fail("axis must be 1 (each image's values flattened)");
         if (p.transpose()) fail("transpose: true is not one of braid's layouts");
         std::uint32_t out = p.num_output();
@@ -660,7 +705,7 @@ private:
     std::string net_name_;
     std::optional<NetworkBuilder> builder_;
     std::map<std::string, Blob> blobs_;
-    std::map<std::string, std::string> later_;  // top -> "layer' on line N" of its first producer
+    std::map<std::string, const CaffeLayer*> later_;  // top -> its first producer
     std::map<std::string, PendingBatchNorm> pending_;
     std::set<std::string> logits_, resized_, softmax_tops_;
     std::optional<std::tuple<std::string, int, TensorId>> softmax_output_;

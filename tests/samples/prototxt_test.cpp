@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include "caffe/prototxt.hpp"
@@ -124,12 +125,15 @@ layers { name: "fc" type: INNER_PRODUCT bottom: "pool" top: "fc" inner_product_p
 layers { name: "loss" type: SOFTMAX_LOSS bottom: "fc" bottom: "label" top: "loss" }
 )";
 
-// `small_current` with its text from `from` on replaced.
-std::string small_with(const std::string& replace, const std::string& with) {
-    std::string s = small_current;
-    const auto at = s.find(replace);
+// `text` with the first `replace` replaced by `with`.
+std::string replaced(std::string text, const std::string& replace, const std::string& with) {
+    const auto at = text.find(replace);
     REQUIRE(at != std::string::npos);
-    return s.replace(at, replace.size(), with);
+    return text.replace(at, replace.size(), with);
+}
+
+std::string small_with(const std::string& replace, const std::string& with) {
+    return replaced(small_current, replace, with);
 }
 
 }  // namespace
@@ -237,6 +241,8 @@ TEST_CASE("bad prototxts fail naming the file, the line and the layer") {
     CHECK(error_of([] { parse(small_with("input: \"data\"", "")); }).find("net.prototxt:") == 0);
     CHECK(error_of([] { parse(small_with("layer { name: \"loss\"", "layer { name: \"relu\"")); }) ==
           "net.prototxt:11: network 'small', layer 'relu': the name is already taken");
+    CHECK(error_of([] { parse(small_with("bottom: \"conv\" top: \"conv\" }", "bottom: \"r\" top: \"r\" }")); }) ==
+          "net.prototxt:8: layer 'relu' (ReLU): reads its own top 'r', which no earlier layer produces");
     CHECK(error_of([] { parse(""); }) == "net.prototxt: no layers (not a Caffe net?)");
     CHECK(error_of([] { parse("layer { name: \"a\" type: \"ReLU\" bottom: \"x\" top: \"x\" }"); }) ==
           "net.prototxt:1: layer 'a' (ReLU): comes before the net's input (an Input, Data or ImageData layer, or "
@@ -244,4 +250,44 @@ TEST_CASE("bad prototxts fail naming the file, the line and the layer") {
     CHECK(error_of([] { read_prototxt("/nonexistent/net.prototxt"); }) ==
           "cannot read prototxt '/nonexistent/net.prototxt': no such file or no permission");
     CHECK(error_of([] { read_prototxt(models); }).find("it is a folder, not a file") != std::string::npos);
+}
+
+TEST_CASE("numbers past braid's limits are refused naming the field, before anything overflows") {
+    CHECK(error_of([] { parse(small_with("num_output: 8", "num_output: 4000000000")); }) ==
+          "net.prototxt:6: layer 'conv' (Convolution): num_output 4000000000 is more than 1048576, braid's limit");
+    CHECK(error_of([] { parse(small_with("kernel_size: 3 pad: 1", "kernel_size: 3 pad: 70000")); }) ==
+          "net.prototxt:6: layer 'conv' (Convolution): pad 70000 is more than 65535, braid's limit");
+    CHECK(error_of([] { parse(small_with("kernel_size: 2 stride: 2", "kernel_size: 2 stride: 2 pad: 2")); }) ==
+          "net.prototxt:9: layer 'pool' (Pooling): pad 2 must be less than the kernel 2 (Caffe's rule too: a window "
+          "must not lie wholly in the padding)");
+    CHECK(error_of([] {
+              parse(small_with("dim: 2 dim: 3 dim: 16 dim: 16", "dim: 16777216 dim: 16777216 dim: 16777216 dim: 16777216"));
+          }) == "net.prototxt:2: layer 'data' (input): input 'data' 16777216x16777216x16777216x16777216 has more than "
+                "2^40 elements, braid's limit for one tensor");
+    CHECK(error_of([] {
+              parse(replaced(small_with("dim: 2 dim: 3 dim: 16 dim: 16", "dim: 1024 dim: 3 dim: 1024 dim: 1024"),
+                             "num_output: 8", "num_output: 2048"));
+          }) == "net.prototxt:6: layer 'conv' (Convolution): its output 1024x2048x1024x1024 has more than 2^40 elements, "
+                "braid's limit for one tensor");
+}
+
+TEST_CASE("the fuzz corpus and regressions of the prototxt reader load, or are refused with a braid::Error") {
+    // tools/fuzz/run prototxt fuzzes the reader; inputs it found are kept
+    // under regressions/ and run here in every build.
+    std::size_t loaded = 0;
+    for (const char* kind : {"corpus", "regressions"}) {
+        const std::filesystem::path dir = std::filesystem::path(BRAID_SOURCE_DIR) / "tools/fuzz" / kind / "prototxt";
+        if (!std::filesystem::is_directory(dir)) continue;
+        for (const auto& e : std::filesystem::directory_iterator(dir)) {
+            CAPTURE(e.path().string());
+            try {
+                const PrototxtNet p = read_prototxt(e.path().string());
+                (void)build_training_graph(p.network, SgdConfig{}, 1);
+                ++loaded;
+            } catch (const braid::Error&) {
+                CHECK(std::string(kind) == "regressions");  // the corpus holds valid nets
+            }
+        }
+    }
+    CHECK(loaded >= 2);
 }
