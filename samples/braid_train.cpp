@@ -1,10 +1,10 @@
-// braid-train: trains a sample network (GoogLeNet, ResNet-18..152) on
-// seeded synthetic data and reports loss, time and images per second. The
-// host backend runs the reference CPU layers on braid's executor, the cuda
-// backend the cuDNN/cuBLAS layers (eager or as a replayed CUDA graph), in
-// the plan a strategy makes from roofline estimates for --device (or a
-// plan.json); --check trains a second model serially and compares every
-// weight bit for bit.
+// braid-train: trains a sample network (GoogLeNet, ResNet-18..152) or a
+// Caffe prototxt's on seeded synthetic data and reports loss, time and
+// images per second. The host backend runs the reference CPU layers on
+// braid's executor, the cuda backend the cuDNN/cuBLAS layers (eager or as a
+// replayed CUDA graph), in the plan a strategy makes from roofline estimates
+// for --device (or a plan.json); --check trains a second model serially and
+// compares every weight bit for bit.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>

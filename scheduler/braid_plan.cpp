@@ -1,7 +1,7 @@
-// braid-plan: plans one training step of a bundled network (estimated costs)
-// or of a profiled graph (measured costs) for a GPU, compares every strategy
-// on the simulator, and writes the chosen plan, a Chrome/Perfetto trace and
-// an SVG timeline of its predicted iteration.
+// braid-plan: plans one training step of a bundled network or a Caffe
+// prototxt (estimated costs) or of a profiled graph (measured costs) for a
+// GPU, compares every strategy on the simulator, and writes the chosen plan,
+// a Chrome/Perfetto trace and an SVG timeline of its predicted iteration.
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -90,23 +90,20 @@ Problem load_problem(const Options& o) {
                              in.w, net.network.classes());
         p.notes = std::move(net.notes);
         p.training = braid::samples::build_training_graph(std::move(net.network), braid::samples::SgdConfig{}, 1);
-        p.device = pick_device(o, nullptr);
-        p.costs = braid::estimate_costs(p.device, braid::samples::op_estimates(*p.training));
-        p.cost_source = "roofline estimate";
-        return p;
+    } else {
+        braid::samples::TrainConfig tc;
+        tc.model.net = o.net;
+        tc.model.batch = o.batch;
+        tc.model.image = o.image;
+        tc.model.classes = o.classes;
+        tc.model.width_scale = o.width_scale;
+        tc.model.aux_classifiers = !o.no_aux;
+        p.training = braid::samples::build_training_graph(tc);
+        p.what = fmt::format("{}, batch {}, {}x{}, {} classes{}", o.net, o.batch, o.image, o.image, o.classes,
+                             o.width_scale != 1.0 ? fmt::format(", width x{}", o.width_scale) : "");
     }
-    braid::samples::TrainConfig tc;
-    tc.model.net = o.net;
-    tc.model.batch = o.batch;
-    tc.model.image = o.image;
-    tc.model.classes = o.classes;
-    tc.model.width_scale = o.width_scale;
-    tc.model.aux_classifiers = !o.no_aux;
-    p.training = braid::samples::build_training_graph(tc);
     p.device = pick_device(o, nullptr);
     p.costs = braid::estimate_costs(p.device, braid::samples::op_estimates(*p.training));
-    p.what = fmt::format("{}, batch {}, {}x{}, {} classes{}", o.net, o.batch, o.image, o.image, o.classes,
-                         o.width_scale != 1.0 ? fmt::format(", width x{}", o.width_scale) : "");
     p.cost_source = "roofline estimate";
     return p;
 }

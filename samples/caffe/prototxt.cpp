@@ -369,6 +369,11 @@ private:
         auto later = later_.find(name);
         if (later != later_.end() && later->second == current_)
             fail("reads its own top '" + name + "', which no earlier layer produces");
+        // (Both point into the one vector of layers, in file order.)
+        if (later != later_.end() && later->second < current_)
+            fail("bottom '" + name + "' is the top of layer '" + later->second->name + "' (" + later->second->type +
+                 ", line " + std::to_string(later->second->line) +
+                 "), which braid folds into the layer after it or skips; read that layer's top instead");
         if (later != later_.end())
             fail("bottom '" + name + "' is produced only by layer '" + later->second->name + "' on line " +
                  std::to_string(later->second->line) +

@@ -243,6 +243,13 @@ TEST_CASE("bad prototxts fail naming the file, the line and the layer") {
           "net.prototxt:11: network 'small', layer 'relu': the name is already taken");
     CHECK(error_of([] { parse(small_with("bottom: \"conv\" top: \"conv\" }", "bottom: \"r\" top: \"r\" }")); }) ==
           "net.prototxt:8: layer 'relu' (ReLU): reads its own top 'r', which no earlier layer produces");
+    CHECK(error_of([] {
+              parse(small_with("layer { name: \"pool\" type: \"Pooling\" bottom: \"conv\"",
+                               "layer { name: \"bn\" type: \"BatchNorm\" bottom: \"conv\" top: \"bn\" }\n"
+                               "layer { name: \"sc\" type: \"Scale\" bottom: \"bn\" top: \"sc\" scale_param { bias_term: true } }\n"
+                               "layer { name: \"pool\" type: \"Pooling\" bottom: \"bn\""));
+          }) == "net.prototxt:11: layer 'pool' (Pooling): bottom 'bn' is the top of layer 'bn' (BatchNorm, line 9), "
+                "which braid folds into the layer after it or skips; read that layer's top instead");
     CHECK(error_of([] { parse(""); }) == "net.prototxt: no layers (not a Caffe net?)");
     CHECK(error_of([] { parse("layer { name: \"a\" type: \"ReLU\" bottom: \"x\" top: \"x\" }"); }) ==
           "net.prototxt:1: layer 'a' (ReLU): comes before the net's input (an Input, Data or ImageData layer, or "
