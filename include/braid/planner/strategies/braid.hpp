@@ -48,6 +48,10 @@ struct BraidOptions {
     sim::Params sim;
     std::uint32_t simulate_top = 20;                 // braid candidates the simulator judges (order: braid_plan)
     std::uint64_t block_event_budget = 120'000'000;  // simulated block events after which judging stops
+    // Candidates simulated to the end: the best `complete_top` times are
+    // exact, and a candidate is given up only once sure to be slower than
+    // all of them. 1 finds the winner; tuning wants its runners-up too.
+    std::uint32_t complete_top = 1;
     // Simulate the baselines to the end and keep their timelines (what a
     // strategy comparison shows); otherwise they too are given up once sure
     // to lose.
@@ -60,7 +64,7 @@ struct BraidCandidate {
     Plan plan;
     double fluid_ns = 0.0;       // the fluid model's estimate (0 for baselines, which it does not rank)
     double simulated_ns = 0.0;   // the simulator's iteration time; 0 when not judged or cut off
-    bool cut_off = false;        // judged, and given up once sure to be slower than the best so far
+    bool cut_off = false;        // judged, and given up once sure to be slower than the best (complete_top) so far
     bool eligible = true;        // honours the options (a baseline may want more than max_streams streams)
     // The simulator's program and timeline, kept for the baselines and the
     // winner (what a strategy comparison shows) and dropped for the rest.
@@ -78,7 +82,34 @@ struct BraidResult {
     std::vector<BraidCandidate> candidates;
     std::size_t winner = 0;     // index into candidates
 
+    StrategyOptions record;     // the settings and counts every plan_of() carries
+
     const BraidCandidate& chosen() const { return candidates.at(winner); }
+    // Candidate i as a plan of strategy "braid" that says what it is
+    // (options.chosen) and what the simulator predicted for it.
+    Plan plan_of(std::size_t i) const {
+        const BraidCandidate& c = candidates.at(i);
+        Plan p = c.plan;
+        p.strategy = "braid";
+        p.options = record;
+        p.options.chosen = c.choice;
+        if (c.simulated_ns > 0.0) p.options.predicted_ms = c.simulated_ns / 1e6;
+        return p;
+    }
+    // Indices of the candidates simulated to the end, fastest first (the
+    // winner first): what tuning measures on the GPU. At most `count`.
+    std::vector<std::size_t> ranked(std::size_t count) const {
+        std::vector<std::size_t> out;
+        for (std::size_t i = 0; i < candidates.size(); ++i)
+            if (i != winner && candidates[i].eligible && !candidates[i].cut_off && candidates[i].simulated_ns > 0.0)
+                out.push_back(i);
+        std::stable_sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
+            return candidates[a].simulated_ns < candidates[b].simulated_ns;
+        });
+        out.insert(out.begin(), winner);
+        if (out.size() > count) out.resize(count);
+        return out;
+    }
     // A baseline's own plan ("serial", "nimble", "glp4nn"), as its strategy makes it.
     const BraidCandidate& baseline(std::string_view base) const {
         for (const BraidCandidate& c : candidates)
@@ -387,6 +418,8 @@ inline BraidResult braid_plan(const OpGraph& graph, const DeviceSpec& dev, std::
     std::uint32_t simulated_own = 0, simulated = 0;
     bool have_winner = false;
     std::vector<std::size_t> judged;
+    std::vector<double> completed;  // the best complete_top times so far, ascending
+    const std::size_t keep = std::max<std::uint32_t>(1, options.complete_top);
     auto judge = [&](std::size_t i) {
         BraidCandidate& c = all[i];
         if (!c.eligible) return false;
@@ -398,9 +431,8 @@ inline BraidResult braid_plan(const OpGraph& graph, const DeviceSpec& dev, std::
         ++simulated;
         // A candidate is given up once it is sure to lose to the best so far,
         // unless it is a baseline whose timeline was asked for.
-        const bool to_the_end = !have_winner || wanted;
-        const double limit =
-            to_the_end ? std::numeric_limits<double>::infinity() : all[out.winner].simulated_ns * (1.0 + 1e-9);
+        const bool to_the_end = completed.size() < keep || wanted;
+        const double limit = to_the_end ? std::numeric_limits<double>::infinity() : completed.back() * (1.0 + 1e-9);
         std::uint64_t events = 0;
         std::optional<SimulatedPlan> run =
             simulate_plan_within(graph, c.plan, dev, costs, options.mode, options.sim, limit, events);
@@ -411,6 +443,8 @@ inline BraidResult braid_plan(const OpGraph& graph, const DeviceSpec& dev, std::
         }
         SimulatedPlan& sp = *run;
         c.simulated_ns = sp.result.makespan_ns;
+        completed.insert(std::upper_bound(completed.begin(), completed.end(), c.simulated_ns), c.simulated_ns);
+        if (completed.size() > keep) completed.pop_back();
         const bool wins = !have_winner || better(c, all[out.winner]);
         if (wins || wanted) c.simulated = std::move(sp);
         if (wins) {
@@ -431,18 +465,13 @@ inline BraidResult braid_plan(const OpGraph& graph, const DeviceSpec& dev, std::
     for (std::size_t i = 0; i < baselines; ++i) judge(i);
     if (!have_winner) throw PlanError("braid: no candidate plan honours max_streams " + std::to_string(options.max_streams));
 
-    const BraidCandidate& winner = all[out.winner];
-    out.plan = winner.plan;
-    out.plan.strategy = "braid";
-    out.plan.device = dev.key;
-    out.plan.options = StrategyOptions{};
-    out.plan.options.max_streams = options.max_streams;
-    out.plan.options.mode = options.mode;
-    out.plan.options.chosen = winner.choice;
-    out.plan.options.candidates = static_cast<std::uint32_t>(all.size());
-    out.plan.options.simulated = simulated;
-    out.plan.options.predicted_ms = winner.simulated_ns / 1e6;
-    out.predicted_ns = winner.simulated_ns;
+    out.record = StrategyOptions{};
+    out.record.max_streams = options.max_streams;
+    out.record.mode = options.mode;
+    out.record.candidates = static_cast<std::uint32_t>(all.size());
+    out.record.simulated = simulated;
+    out.plan = out.plan_of(out.winner);
+    out.predicted_ns = all[out.winner].simulated_ns;
     return out;
 }
 

@@ -1,0 +1,276 @@
+// Tuning: the GPU, not the model, picks among the planner's best plans.
+// Each candidate is timed by a TimingSource (captured CUDA graphs on a GPU;
+// the simulator with noise, or host threads, in tests), interleaved in
+// rounds (A B C, B C A, ...) so that drift hits every candidate alike. The
+// model's favourite is kept unless another candidate is faster beyond the
+// noise: the median of its per-round time ratios to the favourite, with a
+// distribution-free 95 % interval, must lie wholly below 1 (99.9 % for a
+// decision taken during the rounds). Candidates that
+// are surely slower than the leader, or surely as fast, stop being timed,
+// which spends the budget on the ones still in doubt.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "braid/error.hpp"
+#include "braid/graph/op_graph.hpp"
+#include "braid/plan/plan.hpp"
+#include "braid/plan/validate.hpp"
+
+namespace braid {
+
+struct TuneCandidate {
+    std::string name;       // for people: "braid #1 (4 main + 1 side streams, ...)", "nimble baseline"
+    Plan plan;
+    double model_ns = 0.0;  // what the model predicted (0: no prediction)
+};
+
+// Where candidate times come from. prepare() is called once with every
+// candidate before any is timed (capture graphs, build executors);
+// measure_ns(i) runs candidate i once and returns its iteration time;
+// now_ns() is the clock the time budget is counted on (a real clock on a
+// device, a virtual one in a simulation, so that tests are deterministic).
+class TimingSource {
+public:
+    virtual ~TimingSource() = default;
+    virtual void prepare(std::span<const TuneCandidate> candidates) = 0;
+    virtual double measure_ns(std::size_t candidate) = 0;
+    virtual double now_ns() = 0;
+};
+
+struct TuneOptions {
+    std::size_t favourite = 0;     // the model's choice: kept unless beaten beyond the noise
+    std::uint32_t warmup = 1;      // untimed runs of each candidate before the rounds
+    std::uint32_t min_rounds = 7;  // rounds before any candidate is dropped or the tuning stops early
+    std::uint32_t max_rounds = 1000;  // the budget usually ends it first
+    double budget_s = 60.0;        // on the source's clock, prepare() included; no round starts that would overrun it
+    // Candidates whose time is surely within this fraction of the leader's
+    // stop being timed: telling them apart would gain less than this.
+    double equivalence = 0.0025;
+};
+
+// One candidate as measured.
+struct CandidateTiming {
+    std::string name;
+    double model_ns = 0.0;
+    std::vector<double> samples_ns;     // in the order measured, warm-up excluded
+    double median_ns = 0.0;
+    double spread_pct = 0.0;            // interquartile range over the median
+    // Median of the per-round ratios of its time to the favourite's, and the
+    // 95 % interval of that median (1, 1, 1 for the favourite itself).
+    double ratio = 1.0, ratio_low = 1.0, ratio_high = 1.0;
+    // Rounds after which it stopped being timed: surely slower than the
+    // leader, or surely within TuneOptions::equivalence of it.
+    std::optional<std::uint32_t> dropped_after;
+};
+
+struct TuneResult {
+    std::vector<CandidateTiming> timings;  // in the candidates' order
+    std::size_t favourite = 0;
+    std::size_t winner = 0;     // the favourite, or a candidate faster than it beyond the noise
+    std::size_t fastest = 0;    // lowest median, significant or not
+    std::uint32_t rounds = 0;
+    double elapsed_s = 0.0;     // on the source's clock, prepare() included
+    std::string stopped_because;
+
+    bool switched() const noexcept { return winner != favourite; }
+    const CandidateTiming& chosen() const { return timings.at(winner); }
+};
+
+namespace detail_tune {
+
+inline double quantile(std::vector<double> v, double q) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    const double pos = q * static_cast<double>(v.size() - 1);
+    const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
+    const std::size_t hi = std::min(v.size() - 1, lo + 1);
+    return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+struct MedianInterval {
+    double median = 1.0, low = 1.0, high = 1.0;
+};
+
+// z of the two-sided 95 % interval the final choice uses, and of the 99.9 %
+// one that decisions during the rounds use: they are taken after every
+// round, and looking often at a 95 % interval would find differences that
+// are not there.
+inline constexpr double z_final = 1.96;
+inline constexpr double z_during = 3.29;
+
+// The median and its distribution-free confidence interval: order
+// statistics j = n/2 - z sqrt(n)/2 and n - j + 1 (the normal approximation
+// to the binomial). No conclusion (0, inf) while j < 1, that is from fewer
+// than 8 samples at 95 %, 14 at 99.9 %.
+inline MedianInterval median_interval(std::vector<double> v, double z = z_final) {
+    MedianInterval m;
+    if (v.empty()) return m;
+    std::sort(v.begin(), v.end());
+    const double n = static_cast<double>(v.size());
+    const double j = std::floor(n / 2.0 - z / 2.0 * std::sqrt(n));
+    m.median = quantile(v, 0.5);
+    if (j < 1.0) {
+        m.low = 0.0;
+        m.high = std::numeric_limits<double>::infinity();
+        return m;
+    }
+    m.low = v[static_cast<std::size_t>(j) - 1];
+    m.high = v[static_cast<std::size_t>(n - j)];
+    return m;
+}
+
+// Per-round ratios of a's times to b's, over the rounds both were timed in.
+inline std::vector<double> paired_ratios(const CandidateTiming& a, const CandidateTiming& b) {
+    const std::size_t n = std::min(a.samples_ns.size(), b.samples_ns.size());
+    std::vector<double> r;
+    r.reserve(n);
+    for (std::size_t i = 0; i < n; ++i)
+        if (b.samples_ns[i] > 0.0) r.push_back(a.samples_ns[i] / b.samples_ns[i]);
+    return r;
+}
+
+}  // namespace detail_tune
+
+// Times every candidate on `source` and picks one. Every candidate must be a
+// valid plan for `graph` (PlanError names the first that is not), so the
+// result is always a plan that runs. A failing measurement is rethrown as an
+// Error naming the candidate.
+inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> candidates, TimingSource& source,
+                       const TuneOptions& options = {}) {
+    using detail_tune::median_interval;
+    using detail_tune::paired_ratios;
+    if (candidates.empty()) throw PlanError("tune: no candidate plans");
+    if (options.favourite >= candidates.size())
+        throw PlanError("tune: favourite " + std::to_string(options.favourite) + " is not one of the " +
+                        std::to_string(candidates.size()) + " candidates");
+    if (options.max_rounds == 0) throw PlanError("tune: max_rounds must be at least 1");
+    for (const TuneCandidate& c : candidates)
+        if (std::string problem = first_violation(c.plan, graph); !problem.empty())
+            throw PlanError("tune: candidate '" + c.name + "' is not a valid plan: " + problem);
+
+    const std::size_t n = candidates.size();
+    TuneResult out;
+    out.favourite = options.favourite;
+    out.winner = options.favourite;
+    out.timings.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        out.timings[i].name = candidates[i].name;
+        out.timings[i].model_ns = candidates[i].model_ns;
+    }
+    const double budget_ns = options.budget_s * 1e9;
+    const double t0 = source.now_ns();
+    const auto elapsed_ns = [&] { return source.now_ns() - t0; };
+    const auto measure = [&](std::size_t i) {
+        try {
+            return source.measure_ns(i);
+        } catch (const std::exception& e) {
+            std::throw_with_nested(Error("tuning: candidate '" + candidates[i].name + "' failed: " + e.what()));
+        }
+    };
+
+    source.prepare(candidates);
+    std::vector<bool> alive(n, true);
+    for (std::uint32_t w = 0; w < options.warmup; ++w)
+        for (std::size_t i = 0; i < n; ++i) (void)measure(i);
+
+    // What one round costs: the last round's time, or the model's guess before any.
+    double round_ns = 0.0;
+    for (const TuneCandidate& c : candidates) round_ns += c.model_ns;
+    const auto leader = [&] {
+        std::size_t best = options.favourite;
+        for (std::size_t i = 0; i < n; ++i)
+            if (alive[i] && out.timings[i].samples_ns.size() == out.timings[best].samples_ns.size() &&
+                detail_tune::quantile(out.timings[i].samples_ns, 0.5) <
+                    detail_tune::quantile(out.timings[best].samples_ns, 0.5))
+                best = i;
+        return best;
+    };
+
+    out.stopped_because = "max_rounds (" + std::to_string(options.max_rounds) + ") reached";
+    for (std::uint32_t round = 0; round < options.max_rounds; ++round) {
+        if (elapsed_ns() + round_ns > budget_ns) {
+            out.stopped_because = "the next round would overrun the " + std::to_string(options.budget_s) + " s budget";
+            break;
+        }
+        const double round_start = source.now_ns();
+        // Rotated order: no candidate always runs first, or right after the same one.
+        for (std::size_t k = 0; k < n; ++k) {
+            const std::size_t i = (k + round) % n;
+            if (alive[i]) out.timings[i].samples_ns.push_back(measure(i));
+        }
+        round_ns = source.now_ns() - round_start;
+        out.rounds = round + 1;
+        if (out.rounds < options.min_rounds) continue;
+
+        // Drop what is surely slower than the leader; stop once the choice is clear.
+        const std::size_t lead = leader();
+        std::size_t others = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!alive[i] || i == lead || i == options.favourite) continue;
+            const auto r = median_interval(paired_ratios(out.timings[i], out.timings[lead]), detail_tune::z_during);
+            const bool equivalent = r.low >= 1.0 - options.equivalence && r.high <= 1.0 + options.equivalence;
+            if (r.low > 1.0 || equivalent) {
+                alive[i] = false;
+                out.timings[i].dropped_after = out.rounds;
+            } else {
+                ++others;
+            }
+        }
+        if (others == 0) {
+            if (lead == options.favourite) {
+                out.stopped_because = "every other candidate is slower than the favourite beyond the noise";
+                break;
+            }
+            const auto r =
+                median_interval(paired_ratios(out.timings[lead], out.timings[options.favourite]), detail_tune::z_during);
+            if (r.high < 1.0) {
+                out.stopped_because = "one candidate is left, faster than the favourite beyond the noise";
+                break;
+            }
+            if (r.low >= 1.0 - options.equivalence) {
+                out.stopped_because = "the leader is surely within " + std::to_string(options.equivalence * 100.0) +
+                                      " % of the favourite";
+                break;
+            }
+        }
+    }
+
+    const CandidateTiming& fav = out.timings[options.favourite];
+    for (std::size_t i = 0; i < n; ++i) {
+        CandidateTiming& t = out.timings[i];
+        if (t.samples_ns.empty()) continue;
+        t.median_ns = detail_tune::quantile(t.samples_ns, 0.5);
+        t.spread_pct = t.median_ns > 0.0 ? 100.0 * (detail_tune::quantile(t.samples_ns, 0.75) -
+                                                    detail_tune::quantile(t.samples_ns, 0.25)) / t.median_ns
+                                         : 0.0;
+        if (i != options.favourite) {
+            const auto r = median_interval(paired_ratios(t, fav));
+            t.ratio = r.median;
+            t.ratio_low = r.low;
+            t.ratio_high = r.high;
+        }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        const CandidateTiming& t = out.timings[i];
+        if (t.samples_ns.empty()) continue;
+        if (out.timings[out.fastest].samples_ns.empty() || t.median_ns < out.timings[out.fastest].median_ns) out.fastest = i;
+        // Faster than the favourite beyond the noise, and the fastest such.
+        if (i != options.favourite && t.ratio_high < 1.0 &&
+            (out.winner == options.favourite || t.median_ns < out.timings[out.winner].median_ns))
+            out.winner = i;
+    }
+    out.elapsed_s = elapsed_ns() / 1e9;
+    return out;
+}
+
+}  // namespace braid

@@ -1,0 +1,273 @@
+// Tuning: the tuner against a simulated GPU that disagrees with the model
+// and measures with noise, against host threads, and on bad input.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "braid/exec/host.hpp"
+#include "braid/exec/timing.hpp"
+#include "braid/plan/validate.hpp"
+#include "braid/planner/predict.hpp"
+#include "braid/planner/sim_timing.hpp"
+#include "braid/planner/strategies/braid.hpp"
+#include "braid/planner/tune.hpp"
+#include "braid/planner/tune_candidates.hpp"
+#include "error_of.hpp"
+#include "test_graphs.hpp"
+
+using namespace braid;
+using braid::testing::error_of;
+using braid::testing::TestGraph;
+
+namespace {
+
+// Costs as a GPU that disagrees with the model per op would have them.
+OpCosts disagreeing(const OpCosts& model, std::uint64_t seed, double sigma) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> normal(0.0, sigma);
+    OpCosts out = model;
+    for (OpCost& op : out) {
+        const double f = std::exp(normal(rng));
+        for (KernelCost& k : op.kernels) k.duration_ns *= f;
+    }
+    return out;
+}
+
+strategy::BraidResult plan_for_tuning(const TestGraph& t, std::uint32_t top) {
+    strategy::BraidOptions o;
+    o.mode = sim::LaunchMode::graph;
+    o.max_streams = 6;
+    o.complete_top = top;
+    return strategy::braid_plan(t.graph, find_device("h200"), t.costs, o);
+}
+
+TuneCandidate candidate(std::string name, Plan plan) { return TuneCandidate{std::move(name), std::move(plan), 0.0}; }
+
+}  // namespace
+
+TEST_CASE("complete_top simulates the runners-up to the end and leaves the winner as it was") {
+    const DeviceSpec& dev = find_device("h200");
+    for (const TestGraph& t : {braid::testing::inception_like(3), braid::testing::training_dag(6, 12, 3, "training12")}) {
+        CAPTURE(t.name);
+        const strategy::BraidResult one = plan_for_tuning(t, 1);
+        const strategy::BraidResult five = plan_for_tuning(t, 5);
+        CHECK(five.plan == one.plan);
+        const std::vector<std::size_t> ranked = five.ranked(5);
+        REQUIRE(ranked.size() == 5);
+        CHECK(ranked.front() == five.winner);
+        for (std::size_t k = 0; k < ranked.size(); ++k) {
+            const strategy::BraidCandidate& c = five.candidates[ranked[k]];
+            if (k > 0) CHECK(c.simulated_ns >= five.candidates[ranked[k - 1]].simulated_ns);
+            // Exact, not cut off: what the simulator says for the plan alone.
+            CHECK(c.simulated_ns == doctest::Approx(simulate_plan(t.graph, c.plan, dev, t.costs, sim::LaunchMode::graph)
+                                                        .result.makespan_ns)
+                                        .epsilon(1e-12));
+        }
+    }
+}
+
+TEST_CASE("tune_candidates: the model's choice first, then its runners-up and the baselines, each plan once") {
+    const TestGraph t = braid::testing::inception_like(3);
+    const strategy::BraidResult r = plan_for_tuning(t, 4);
+    const std::vector<TuneCandidate> c = tune_candidates(r, 4);
+    REQUIRE(c.size() >= 3);
+    CHECK(c[0].plan == r.plan);
+    CHECK(c[0].name.rfind("model #1: ", 0) == 0);
+    CHECK(c[0].model_ns == r.predicted_ns);
+    bool serial = false, nimble = false;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+        CAPTURE(c[i].name);
+        CHECK(first_violation(c[i].plan, t.graph) == "");
+        CHECK(c[i].plan.strategy == "braid");
+        REQUIRE(c[i].plan.options.chosen.has_value());
+        serial = serial || c[i].plan.options.chosen->base == "serial";
+        nimble = nimble || (c[i].plan.options.chosen->base == "nimble" && !c[i].plan.options.chosen->critical_path_priorities);
+        for (std::size_t j = 0; j < i; ++j) {
+            const bool same = c[i].plan.steps == c[j].plan.steps && c[i].plan.waits == c[j].plan.waits &&
+                              c[i].plan.stream_priorities == c[j].plan.stream_priorities;
+            CHECK_FALSE(same);
+        }
+    }
+    CHECK(serial);
+    CHECK(nimble);
+}
+
+TEST_CASE("tuning on a simulated GPU that disagrees with the model picks within 1 % of the truly best") {
+    const DeviceSpec& dev = find_device("h200");
+    double worst_model = 0.0, worst_tuned = 0.0;
+    int switched = 0, cases = 0;
+    for (const TestGraph& t : {braid::testing::inception_like(4), braid::testing::training_dag(6, 16, 3, "training16"),
+                               braid::testing::layered_dag(5, 10, 6, "layered")}) {
+        const strategy::BraidResult planned = plan_for_tuning(t, 6);
+        const std::vector<TuneCandidate> candidates = tune_candidates(planned, 6);
+        for (std::uint64_t seed = 1; seed <= 4; ++seed)
+            for (double sigma : {0.01, 0.04}) {
+                CAPTURE(t.name);
+                CAPTURE(seed);
+                CAPTURE(sigma);
+                const OpCosts truth = disagreeing(t.costs, seed, 0.3);
+                TimingNoise noise;
+                noise.sigma = sigma;
+                noise.outlier_probability = 0.05;
+                noise.drift = 0.02;
+                noise.seed = seed;
+                SimulatedTiming source(t.graph, dev, truth, sim::LaunchMode::graph, {}, noise, 1e6, 1e4);
+                const TuneResult r = tune(t.graph, candidates, source);
+                const std::vector<double>& truth_ns = source.true_ns();
+                const double best = *std::min_element(truth_ns.begin(), truth_ns.end());
+                worst_tuned = std::max(worst_tuned, truth_ns[r.winner] / best - 1.0);
+                worst_model = std::max(worst_model, truth_ns[r.favourite] / best - 1.0);
+                CHECK(truth_ns[r.winner] <= best * 1.01);
+                CHECK(r.winner < candidates.size());
+                CHECK(r.elapsed_s <= 60.0);
+                switched += r.switched() ? 1 : 0;
+                ++cases;
+            }
+    }
+    MESSAGE("model's choice up to " << 100 * worst_model << " % slower than the best, tuned choice up to "
+                                    << 100 * worst_tuned << " %; switched in " << switched << " of " << cases);
+    // The premise: trusting the model would have cost more than 1 % somewhere.
+    CHECK(worst_model > 0.01);
+    CHECK(switched > 0);
+}
+
+TEST_CASE("a candidate faster beyond the noise replaces the favourite; an equal one does not") {
+    const DeviceSpec& dev = find_device("h200");
+    const TestGraph t = braid::testing::inception_like(4);
+    const Plan serial = strategy::serial(t.graph, dev.key);
+    const Plan nimble = strategy::nimble(t.graph, dev.key);
+    const double serial_ns = simulate_plan(t.graph, serial, dev, t.costs, sim::LaunchMode::graph).result.makespan_ns;
+    const double nimble_ns = simulate_plan(t.graph, nimble, dev, t.costs, sim::LaunchMode::graph).result.makespan_ns;
+    REQUIRE(nimble_ns < 0.9 * serial_ns);
+
+    int wrong = 0, false_switches = 0;
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+        TimingNoise heavy;  // a third of all measurements up to 3x slow, and drift
+        heavy.sigma = 0.05;
+        heavy.outlier_probability = 0.3;
+        heavy.outlier_max = 2.0;
+        heavy.drift = 0.05;
+        heavy.seed = seed;
+        {
+            SimulatedTiming source(t.graph, dev, t.costs, sim::LaunchMode::graph, {}, heavy);
+            const std::vector<TuneCandidate> c{candidate("serial", serial), candidate("nimble", nimble)};
+            const TuneResult r = tune(t.graph, c, source);
+            wrong += r.winner == 1 ? 0 : 1;
+            CHECK(r.timings[1].ratio < 1.0);
+        }
+        {
+            SimulatedTiming source(t.graph, dev, t.costs, sim::LaunchMode::graph, {}, heavy);
+            const std::vector<TuneCandidate> c{candidate("nimble", nimble), candidate("nimble again", nimble)};
+            const TuneResult r = tune(t.graph, c, source);
+            false_switches += r.switched() ? 1 : 0;
+            CHECK(r.timings[1].samples_ns.size() >= TuneOptions{}.min_rounds);
+        }
+    }
+    MESSAGE("equal candidates: " << false_switches << " switches in 20 tunings");
+    CHECK(wrong == 0);
+    // Each equal pair switches with a chance of at most 2.5 % (the interval
+    // is 95 %); these seeds give none or one.
+    CHECK(false_switches <= 1);
+}
+
+TEST_CASE("tuning stays within its time budget and reports every candidate") {
+    const DeviceSpec& dev = find_device("h200");
+    const TestGraph t = braid::testing::training_dag(6, 12, 3, "training12");
+    const strategy::BraidResult planned = plan_for_tuning(t, 5);
+    std::vector<TuneCandidate> candidates = tune_candidates(planned, 5);
+    // Iterations of ~1 s: a budget of 30 s ends the rounds long before max_rounds.
+    OpCosts slow = t.costs;
+    for (OpCost& op : slow)
+        for (KernelCost& k : op.kernels) k.duration_ns *= 1e9 / planned.predicted_ns;
+    SimulatedTiming source(t.graph, dev, slow, sim::LaunchMode::graph, {}, TimingNoise{}, 0.5e9, 0.0);
+    TuneOptions o;
+    o.budget_s = 30.0;
+    for (TuneCandidate& c : candidates) c.model_ns *= 1e9 / planned.predicted_ns;
+    const TuneResult r = tune(t.graph, candidates, source, o);
+    CHECK(r.elapsed_s <= o.budget_s);
+    CHECK(r.rounds >= 1);
+    CHECK(r.rounds < o.max_rounds);
+    CHECK(r.stopped_because.find("budget") != std::string::npos);
+    REQUIRE(r.timings.size() == candidates.size());
+    for (const CandidateTiming& c : r.timings) {
+        CAPTURE(c.name);
+        CHECK(c.samples_ns.size() >= 1);
+        CHECK(c.median_ns > 0.0);
+        CHECK(c.spread_pct >= 0.0);
+    }
+    CHECK(source.measurements() == (o.warmup + r.rounds) * candidates.size());
+}
+
+TEST_CASE("the median's interval: none from too few samples, order statistics from more") {
+    using detail_tune::median_interval;
+    const auto few = median_interval({1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0});
+    CHECK(few.median == 4.0);
+    CHECK(few.low == 0.0);
+    CHECK(std::isinf(few.high));
+    std::vector<double> hundred;
+    for (int i = 100; i >= 1; --i) hundred.push_back(i);
+    const auto m = median_interval(hundred);
+    CHECK(m.median == 50.5);
+    CHECK(m.low == 40.0);   // rank floor(50 - 9.8)
+    CHECK(m.high == 61.0);  // rank 100 - 40 + 1
+    const auto strict = median_interval(hundred, detail_tune::z_during);
+    CHECK(strict.low == 33.0);   // rank floor(50 - 16.45)
+    CHECK(strict.high == 68.0);
+    CHECK(std::isinf(median_interval({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, detail_tune::z_during).high));
+}
+
+TEST_CASE("tuning on the host backend runs every candidate's bodies and returns one of them") {
+    const TestGraph t = braid::testing::inception_like(2);
+    const DeviceSpec& dev = find_device("h200");
+    std::atomic<std::uint64_t> bodies_run{0};
+    std::vector<ExecutorTiming<HostBackend>::Body> bodies(t.graph.op_count(), [&](HostLane&, const OpContext&) {
+        bodies_run.fetch_add(1, std::memory_order_relaxed);
+    });
+    HostBackend backend;
+    ExecutorTiming<HostBackend> source(t.graph, backend, bodies);
+    const std::vector<TuneCandidate> c{candidate("serial", strategy::serial(t.graph, dev.key)),
+                                       candidate("nimble", strategy::nimble(t.graph, dev.key))};
+    TuneOptions o;
+    o.min_rounds = 3;
+    o.max_rounds = 8;
+    const TuneResult r = tune(t.graph, c, source, o);
+    CHECK(r.winner < c.size());
+    CHECK(r.rounds >= 3);
+    std::uint64_t runs = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+        CHECK(r.timings[i].median_ns > 0.0);
+        CHECK(source.executor(i).iterations() == o.warmup + r.timings[i].samples_ns.size());
+        runs += source.executor(i).iterations();
+    }
+    CHECK(bodies_run.load() == runs * t.graph.op_count());
+}
+
+TEST_CASE("bad tuning input names the candidate") {
+    const TestGraph t = braid::testing::diamond();
+    const Plan serial = strategy::serial(t.graph, "h200");
+    Plan backwards = serial;
+    std::reverse(backwards.steps.begin(), backwards.steps.end());
+    SimulatedTiming source(t.graph, find_device("h200"), t.costs, sim::LaunchMode::graph, {}, TimingNoise{});
+
+    CHECK(error_of([&] { tune(t.graph, std::vector<TuneCandidate>{}, source); }) == "tune: no candidate plans");
+    const std::vector<TuneCandidate> two{candidate("serial", serial), candidate("backwards", backwards)};
+    const std::string invalid = error_of([&] { tune(t.graph, two, source); });
+    CHECK(invalid.rfind("tune: candidate 'backwards' is not a valid plan: ", 0) == 0);
+    TuneOptions o;
+    o.favourite = 2;
+    const std::vector<TuneCandidate> one{candidate("serial", serial)};
+    CHECK(error_of([&] { tune(t.graph, one, source, o); }) == "tune: favourite 2 is not one of the 1 candidates");
+
+    struct Failing : TimingSource {
+        void prepare(std::span<const TuneCandidate>) override {}
+        double measure_ns(std::size_t) override { throw std::runtime_error("cudaErrorLaunchFailure"); }
+        double now_ns() override { return 0.0; }
+    } failing;
+    CHECK(error_of([&] { tune(t.graph, one, failing); }) == "tuning: candidate 'serial' failed: cudaErrorLaunchFailure");
+}
