@@ -43,6 +43,7 @@
 #include "braid/planner/strategies/nimble.hpp"
 #include "braid/planner/strategies/serial.hpp"
 #include "braid/planner/tune.hpp"
+#include "braid/planner/tune_cache.hpp"
 #include "braid/planner/tune_candidates.hpp"
 #include "braid/profiler/aggregation.hpp"
 #include "braid/profiler/attribution.hpp"

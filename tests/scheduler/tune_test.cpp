@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -12,11 +14,13 @@
 
 #include "braid/exec/host.hpp"
 #include "braid/exec/timing.hpp"
+#include "braid/plan/plan_json.hpp"
 #include "braid/plan/validate.hpp"
 #include "braid/planner/predict.hpp"
 #include "braid/planner/sim_timing.hpp"
 #include "braid/planner/strategies/braid.hpp"
 #include "braid/planner/tune.hpp"
+#include "braid/planner/tune_cache.hpp"
 #include "braid/planner/tune_candidates.hpp"
 #include "error_of.hpp"
 #include "test_graphs.hpp"
@@ -270,4 +274,106 @@ TEST_CASE("bad tuning input names the candidate") {
         double now_ns() override { return 0.0; }
     } failing;
     CHECK(error_of([&] { tune(t.graph, one, failing); }) == "tuning: candidate 'serial' failed: cudaErrorLaunchFailure");
+}
+
+namespace {
+
+MeasuredOn h200_graph() {
+    return MeasuredOn{"NVIDIA H200 (sm_90, 132 SMs)", "13.0", "9.19.0", "13.0.0", "cuda", LaunchMode::graph, 32};
+}
+
+// A tuned plan for the diamond, as tuning on the simulator makes it.
+Plan tuned_diamond(const TestGraph& t) {
+    const Plan serial = strategy::serial(t.graph, "h200");
+    const Plan nimble = strategy::nimble(t.graph, "h200");
+    SimulatedTiming source(t.graph, find_device("h200"), t.costs, sim::LaunchMode::graph, {}, TimingNoise{});
+    const std::vector<TuneCandidate> c{candidate("serial", serial), candidate("nimble", nimble)};
+    return measured_plan(c, tune(t.graph, c, source), h200_graph());
+}
+
+struct TempDir {
+    std::filesystem::path path;
+    explicit TempDir(const std::string& name) : path(std::filesystem::temp_directory_path() / name) {
+        std::filesystem::remove_all(path);
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("a tuned plan records its measurement, and plan.json keeps it") {
+    const TestGraph t = braid::testing::diamond();
+    const Plan p = tuned_diamond(t);
+    REQUIRE(p.measured.has_value());
+    CHECK(p.measured->on == h200_graph());
+    REQUIRE(p.measured->candidates.size() == 2);
+    CHECK(p.measured->candidates[0].name == "serial");
+    CHECK(p.measured->candidates[0].samples >= TuneOptions{}.min_rounds);
+    CHECK(p.measured->median_ms > 0.0);
+    CHECK(p.measured->rounds >= TuneOptions{}.min_rounds);
+    const nlohmann::json j = to_json(p, t.graph);
+    CHECK(j.at("measured").at("device") == "NVIDIA H200 (sm_90, 132 SMs)");
+    CHECK(plan_from_json(j, t.graph) == p);
+
+    nlohmann::json bad = j;
+    bad["measured"]["mode"] = "fast";
+    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) ==
+          "plan.json: $.measured.mode: expected \"graph\" or \"eager\", got \"fast\"");
+    bad = j;
+    bad["measured"].erase("batch");
+    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) ==
+          "plan.json: $.measured.batch: required field is missing");
+    bad = j;
+    bad["measured"]["candidates"][1]["seconds"] = 1;
+    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }).find("$.measured.candidates[1]") !=
+          std::string::npos);
+}
+
+TEST_CASE("the tuning cache gives back a plan measured here and ignores, with a message, one that is not") {
+    const TestGraph t = braid::testing::diamond();
+    const TempDir dir("braid-tune-cache-test");
+    const MeasuredOn here = h200_graph();
+    CachedPlan none = find_tuned_plan(dir.path, t.graph, here);
+    CHECK_FALSE(none.plan.has_value());
+    CHECK(none.message == "");
+
+    const Plan p = tuned_diamond(t);
+    const std::filesystem::path file = store_tuned_plan(dir.path, t.graph, p);
+    CHECK(file == tune_cache_file(dir.path, t.graph.fingerprint(), here));
+    const CachedPlan hit = find_tuned_plan(dir.path, t.graph, here);
+    REQUIRE(hit.plan.has_value());
+    CHECK(*hit.plan == p);
+    CHECK(hit.message == "using the tuned plan in " + file.string() + " (measured on " + here.describe() + ")");
+
+    MeasuredOn other_driver = here;
+    other_driver.driver = "12.8";
+    const CachedPlan foreign = find_tuned_plan(dir.path, t.graph, other_driver);
+    CHECK_FALSE(foreign.plan.has_value());
+    CHECK(foreign.message == "ignoring the tuned plan in " + file.string() + ": it was measured on " + here.describe() +
+                                 "; this run is " + other_driver.describe());
+
+    Plan unmeasured = p;
+    unmeasured.measured.reset();
+    std::ofstream(file) << to_json(unmeasured, t.graph).dump();
+    CHECK(find_tuned_plan(dir.path, t.graph, here).message ==
+          "ignoring the tuned plan in " + file.string() + ": it records no measurement");
+
+    std::ofstream(file) << "{\"format\": \"braid.plan\"";
+    const CachedPlan broken = find_tuned_plan(dir.path, t.graph, here);
+    CHECK_FALSE(broken.plan.has_value());
+    CAPTURE(broken.message);
+    CHECK(broken.message.rfind("ignoring the tuned plan in " + file.string() + ": " + file.string() + ":", 0) == 0);
+
+    // A stale entry: made for a graph that has since changed.
+    const TestGraph changed = braid::testing::inception_like(1);
+    store_tuned_plan(dir.path, t.graph, p);
+    std::filesystem::copy_file(file, tune_cache_file(dir.path, changed.graph.fingerprint(), here));
+    const CachedPlan stale = find_tuned_plan(dir.path, changed.graph, here);
+    CHECK_FALSE(stale.plan.has_value());
+    CHECK(stale.message.find("this plan was made for graph " + t.graph.fingerprint()) != std::string::npos);
+
+    Plan no_measure = p;
+    no_measure.measured.reset();
+    CHECK(error_of([&] { store_tuned_plan(dir.path, t.graph, no_measure); }) ==
+          "store_tuned_plan: the plan records no measurement");
 }

@@ -88,6 +88,52 @@ struct StrategyOptions {
     friend bool operator==(const StrategyOptions&, const StrategyOptions&) = default;
 };
 
+// Where a tuned plan was measured: what must match for the measurement to
+// hold on another run (the tuning cache's key, with the graph fingerprint).
+struct MeasuredOn {
+    std::string device;   // "NVIDIA H200 (sm_90, 132 SMs)", or "host (N threads)"
+    std::string driver;   // CUDA driver version ("" on the host backend)
+    std::string cudnn;    // cuDNN version ("" when not used)
+    std::string cublas;   // cuBLAS version ("" when not used)
+    std::string backend;  // "cuda" or "host"
+    LaunchMode mode = LaunchMode::graph;
+    std::uint32_t batch = 0;
+
+    std::string describe() const {
+        std::string d = device + ", " + backend + " backend, " + std::string(to_string(mode)) + " mode, batch " +
+                        std::to_string(batch);
+        if (!driver.empty()) d += ", driver " + driver;
+        if (!cudnn.empty()) d += ", cuDNN " + cudnn;
+        if (!cublas.empty()) d += ", cuBLAS " + cublas;
+        return d;
+    }
+
+    friend bool operator==(const MeasuredOn&, const MeasuredOn&) = default;
+};
+
+// One tuning candidate as measured.
+struct MeasuredCandidate {
+    std::string name;
+    double median_ms = 0.0;
+    double spread_pct = 0.0;  // interquartile range over the median
+    std::uint32_t samples = 0;
+
+    friend bool operator==(const MeasuredCandidate&, const MeasuredCandidate&) = default;
+};
+
+// What tuning measured: the plan is the fastest of `candidates` (or the
+// model's choice, when none beat it beyond the noise).
+struct PlanMeasurement {
+    MeasuredOn on;
+    double median_ms = 0.0;   // this plan's
+    double spread_pct = 0.0;
+    std::uint32_t rounds = 0;
+    bool switched = false;    // not the model's choice
+    std::vector<MeasuredCandidate> candidates;
+
+    friend bool operator==(const PlanMeasurement&, const PlanMeasurement&) = default;
+};
+
 struct Plan {
     static constexpr int format_version = 1;
 
@@ -98,6 +144,7 @@ struct Plan {
     std::vector<int> stream_priorities;        // one per stream; CUDA convention: lower = more urgent
     std::vector<PlanStep> steps;               // in issue order
     std::vector<PlanWait> waits;               // sorted by (step, after)
+    std::optional<PlanMeasurement> measured;   // set by tuning
 
     std::uint32_t stream_count() const noexcept { return static_cast<std::uint32_t>(stream_priorities.size()); }
 

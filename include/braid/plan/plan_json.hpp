@@ -18,6 +18,12 @@ namespace braid {
 
 namespace detail {
 
+inline LaunchMode mode_from_json(const JsonReader& r) {
+    const std::string mode = r.get<std::string>();
+    if (mode != "graph" && mode != "eager") r.fail("expected \"graph\" or \"eager\", got \"" + mode + "\"");
+    return mode == "graph" ? LaunchMode::graph : LaunchMode::eager;
+}
+
 // "options": the v1 spelling, which keeps the chosen candidate's settings
 // under "chosen" and its description beside them as "chosen_description".
 inline nlohmann::json options_to_json(const StrategyOptions& o) {
@@ -81,11 +87,7 @@ inline StrategyOptions options_from_json(const JsonReader& r) {
                   "predicted_ms"});
     StrategyOptions o;
     if (auto f = r.find("max_streams")) o.max_streams = f->get<std::uint32_t>();
-    if (auto f = r.find("mode")) {
-        const std::string mode = f->get<std::string>();
-        if (mode != "graph" && mode != "eager") f->fail("expected \"graph\" or \"eager\", got \"" + mode + "\"");
-        o.mode = mode == "graph" ? LaunchMode::graph : LaunchMode::eager;
-    }
+    if (auto f = r.find("mode")) o.mode = mode_from_json(*f);
     if (auto f = r.find("chains")) o.chains = f->get<std::uint32_t>();
     if (auto f = r.find("chosen")) o.chosen = choice_from_json(*f);
     // The description is derived from "chosen"; it is written for people.
@@ -97,6 +99,43 @@ inline StrategyOptions options_from_json(const JsonReader& r) {
     if (auto f = r.find("simulated")) o.simulated = f->get<std::uint32_t>();
     if (auto f = r.find("predicted_ms")) o.predicted_ms = f->get<double>();
     return o;
+}
+
+inline nlohmann::json measured_to_json(const PlanMeasurement& m) {
+    nlohmann::json candidates = nlohmann::json::array();
+    for (const MeasuredCandidate& c : m.candidates)
+        candidates.push_back({{"name", c.name}, {"median_ms", c.median_ms}, {"spread_pct", c.spread_pct},
+                              {"samples", c.samples}});
+    return {{"device", m.on.device},   {"driver", m.on.driver},
+            {"cudnn", m.on.cudnn},     {"cublas", m.on.cublas},
+            {"backend", m.on.backend}, {"mode", to_string(m.on.mode)},
+            {"batch", m.on.batch},     {"median_ms", m.median_ms},
+            {"spread_pct", m.spread_pct}, {"rounds", m.rounds},
+            {"switched", m.switched},  {"candidates", std::move(candidates)}};
+}
+
+inline PlanMeasurement measured_from_json(const JsonReader& r) {
+    r.allow_only({"device", "driver", "cudnn", "cublas", "backend", "mode", "batch", "median_ms", "spread_pct", "rounds",
+                  "switched", "candidates"});
+    PlanMeasurement m;
+    m.on.device = r.get<std::string>("device");
+    m.on.driver = r.get<std::string>("driver");
+    m.on.cudnn = r.get<std::string>("cudnn");
+    m.on.cublas = r.get<std::string>("cublas");
+    m.on.backend = r.get<std::string>("backend");
+    m.on.mode = mode_from_json(r.at("mode"));
+    m.on.batch = r.get<std::uint32_t>("batch");
+    m.median_ms = r.get<double>("median_ms");
+    m.spread_pct = r.get<double>("spread_pct");
+    m.rounds = r.get<std::uint32_t>("rounds");
+    m.switched = r.get<bool>("switched");
+    auto cs = r.at("candidates");
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+        cs[i].allow_only({"name", "median_ms", "spread_pct", "samples"});
+        m.candidates.push_back(MeasuredCandidate{cs[i].get<std::string>("name"), cs[i].get<double>("median_ms"),
+                                                 cs[i].get<double>("spread_pct"), cs[i].get<std::uint32_t>("samples")});
+    }
+    return m;
 }
 
 }  // namespace detail
@@ -120,7 +159,7 @@ inline nlohmann::json to_json(const Plan& plan, const OpGraph& graph) {
     }
     nlohmann::json waits = nlohmann::json::array();
     for (const PlanWait& w : plan.waits) waits.push_back({{"step", w.step}, {"after", w.after}});
-    return nlohmann::json{
+    nlohmann::json out{
         {"format", "braid.plan"},
         {"version", Plan::format_version},
         {"strategy", plan.strategy},
@@ -132,6 +171,8 @@ inline nlohmann::json to_json(const Plan& plan, const OpGraph& graph) {
         {"steps", std::move(steps)},
         {"waits", std::move(waits)},
     };
+    if (plan.measured) out["measured"] = detail::measured_to_json(*plan.measured);
+    return out;
 }
 
 // Reads a plan for `graph`. Errors carry the JSON path, after the name of
@@ -141,7 +182,7 @@ inline Plan plan_from_json(const nlohmann::json& json, const OpGraph& graph, con
     detail::JsonReader r(json, source.empty() ? "$" : source + ": $");
     r.expect_format("braid.plan");
     r.allow_only({"format", "version", "strategy", "options", "device", "graph_fingerprint", "op_count", "streams",
-                  "steps", "waits"});
+                  "steps", "waits", "measured"});
     const int version = r.get<int>("version");
     if (version != Plan::format_version)
         r.at("version").fail("this braid reads plan version " + std::to_string(Plan::format_version) + ", not " +
@@ -157,6 +198,7 @@ inline Plan plan_from_json(const nlohmann::json& json, const OpGraph& graph, con
     plan.strategy = r.get<std::string>("strategy");
     if (auto o = r.find("options")) plan.options = detail::options_from_json(*o);
     plan.device = r.get_or<std::string>("device", "");
+    if (auto m = r.find("measured")) plan.measured = detail::measured_from_json(*m);
 
     auto streams = r.at("streams");
     if (streams.size() == 0) streams.fail("a plan needs at least one stream");

@@ -273,4 +273,23 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
     return out;
 }
 
+// The winner as a plan that records where and what tuning measured.
+inline Plan measured_plan(std::span<const TuneCandidate> candidates, const TuneResult& result, const MeasuredOn& on) {
+    if (result.timings.size() != candidates.size())
+        throw PlanError("measured_plan: " + std::to_string(result.timings.size()) + " timings for " +
+                        std::to_string(candidates.size()) + " candidates");
+    Plan plan = candidates[result.winner].plan;
+    PlanMeasurement m;
+    m.on = on;
+    m.median_ms = result.chosen().median_ns / 1e6;
+    m.spread_pct = result.chosen().spread_pct;
+    m.rounds = result.rounds;
+    m.switched = result.switched();
+    for (const CandidateTiming& t : result.timings)
+        m.candidates.push_back(MeasuredCandidate{t.name, t.median_ns / 1e6, t.spread_pct,
+                                                 static_cast<std::uint32_t>(t.samples_ns.size())});
+    plan.measured = std::move(m);
+    return plan;
+}
+
 }  // namespace braid
