@@ -1,13 +1,17 @@
 // bench-gpu-train: training iterations of GoogLeNet and ResNet-50 on the GPU
 // (batch 32, 224x224 images, 1000 classes unless told otherwise) in four
 // configurations — serial eager, serial graph, nimble (graph), braid
-// (graph) — with the fastest cuDNN algorithms, then a bitwise check of
-// braid against serial (graph mode, deterministic algorithms). Prints
-// `key: value` lines for tools/gpu-check; times are means over --iters
-// iterations after a warm-up iteration and (graph mode) the capture.
+// (graph) — with the fastest cuDNN algorithms; then braid's best plans and
+// the baselines tuned on the GPU (graph mode, interleaved rounds,
+// docs/tuning.md); then a bitwise check of braid's plan and the tuned one
+// against serial (graph mode, deterministic algorithms). Prints `key:
+// value` lines for tools/gpu-check; times are means over --iters iterations
+// after a warm-up iteration and (graph mode) the capture, and tuned times
+// medians of the tuning rounds.
 //
-//   bench-gpu-train [--nets googlenet,resnet50] [--batch 32] [--image 224]
+//   bench-gpu-train [--nets googlenet,resnet50] [--batches 8,32] [--image 224]
 //                   [--classes 1000] [--width-scale 1] [--iters 5] [--check-iters 2]
+//                   [--tune-top 6] [--tune-budget 15]
 //
 // Exit status: 0; 1 when a check differs or a run fails; 77 without a GPU.
 #include <fmt/format.h>
@@ -16,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +32,7 @@
 #include "cuda/cuda_model.hpp"
 #include "cuda/cuda_trainer.hpp"
 #include "train/training_graph.hpp"
+#include "train/tuning.hpp"
 
 namespace {
 
@@ -35,9 +41,12 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
     std::vector<std::string> nets{"googlenet", "resnet50"};
-    std::uint32_t batch = 32, image = 224, classes = 1000;
+    std::vector<std::uint32_t> batches{8, 32};
+    std::uint32_t image = 224, classes = 1000;
     double width_scale = 1.0;
     std::uint32_t iterations = 5, check_iterations = 2;
+    std::uint32_t tune_top = 6;
+    double tune_budget_s = 15.0;
 };
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -61,12 +70,17 @@ Options parse(int argc, char** argv) {
         const std::string value = argv[++i];
         const auto number = [&] { return static_cast<std::uint32_t>(std::stoul(value)); };
         if (arg == "--nets") o.nets = split_list(value);
-        else if (arg == "--batch") o.batch = number();
+        else if (arg == "--batches" || arg == "--batch") {
+            o.batches.clear();
+            for (const std::string& b : split_list(value)) o.batches.push_back(static_cast<std::uint32_t>(std::stoul(b)));
+        }
         else if (arg == "--image") o.image = number();
         else if (arg == "--classes") o.classes = number();
         else if (arg == "--width-scale") o.width_scale = std::stod(value);
         else if (arg == "--iters") o.iterations = std::max(1u, number());
         else if (arg == "--check-iters") o.check_iterations = std::max(1u, number());
+        else if (arg == "--tune-top") o.tune_top = std::max(1u, number());
+        else if (arg == "--tune-budget") o.tune_budget_s = std::stod(value);
         else throw std::runtime_error("bench-gpu-train: unknown argument " + arg);
     }
     return o;
@@ -98,10 +112,70 @@ double time_plan(const TrainingGraph& tg, const braid::Plan& plan, bool graph, s
     return ms;
 }
 
-bool bench_net(const Options& o, const std::string& net) {
+// Trains `plan` and serial side by side (graph mode, deterministic
+// algorithms) and compares every weight bit.
+bool check_bitwise(const TrainingGraph& tg, const braid::Plan& plan, const braid::Plan& serial, std::uint32_t iterations,
+                   const std::string& key) {
+    CudaRunOptions check;
+    check.graph_mode = true;
+    check.deterministic = true;
+    check.split_granule = split_granule(plan, tg.graph);
+    WeightComparison cmp;
+    {
+        CudaTrainer a(tg, plan, check);
+        CudaTrainer b(tg, serial, check);
+        a.warm_up();
+        b.warm_up();
+        for (std::uint32_t i = 0; i < iterations; ++i) {
+            (void)a.iterate();
+            (void)b.iterate();
+        }
+        cmp = compare_weights(a.weights(), b.weights());
+    }
+    fmt::print("{}: {} vs serial (graph) after {} iterations: {}\n", key, plan.strategy, iterations, cmp.describe());
+    fmt::print("{}_bitwise_identical: {}\n", key, cmp.identical ? 1 : 0);
+    std::fflush(stdout);
+    return cmp.identical;
+}
+
+// Tunes braid's best plans and the baselines on this GPU (graph mode) and
+// prints the tuned plan's median against the best baseline's, both from the
+// same interleaved rounds. Returns the tuned plan.
+braid::Plan tune_net(const Options& o, const TrainingGraph& tg, const braid::DeviceSpec& device, const std::string& prefix) {
+    TuningRequest request;
+    request.top = o.tune_top;
+    request.budget_s = o.tune_budget_s;
+    request.max_streams = 16;
+    request.mode = braid::LaunchMode::graph;
+    CudaRunOptions run;
+    run.graph_mode = true;
+    CudaTrainerTiming source(tg, run);
+    const TuningOutcome t = tune_training_plan(tg, device, cuda_measured_on(tg.batch(), true), source, request,
+                                               [&](const std::string& line) { fmt::print("{}: tune: {}\n", prefix, line); });
+    const braid::TuneResult& r = *t.result;
+    fmt::print("{}", format_tune_report(r));
+    double best_baseline = 0.0;
+    for (std::size_t i = 0; i < t.candidates.size(); ++i) {
+        const std::optional<braid::PlanChoice>& chosen = t.candidates[i].plan.options.chosen;
+        if (!chosen || chosen->base.empty() || chosen->critical_path_priorities) continue;
+        const double ms = r.timings[i].median_ns / 1e6;
+        if (best_baseline == 0.0 || ms < best_baseline) best_baseline = ms;
+    }
+    const double tuned = r.chosen().median_ns / 1e6;
+    fmt::print("{}_braid_model_choice_graph_median_ms: {:.3f}\n", prefix, r.timings[r.favourite].median_ns / 1e6);
+    fmt::print("{}_braid_tuned_graph_median_ms: {:.3f}\n", prefix, tuned);
+    fmt::print("{}_braid_tuned_switched_from_model: {}\n", prefix, r.switched() ? 1 : 0);
+    fmt::print("{}_braid_tuning_s: {:.1f}\n", prefix, r.elapsed_s);
+    if (best_baseline > 0.0)
+        fmt::print("{}_braid_tuned_graph_speedup_vs_best_baseline: {:.3f}\n", prefix, best_baseline / tuned);
+    std::fflush(stdout);
+    return t.plan;
+}
+
+bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
     TrainConfig c;
     c.model.net = net;
-    c.model.batch = o.batch;
+    c.model.batch = batch;
     c.model.image = o.image;
     c.model.classes = o.classes;
     c.model.width_scale = o.width_scale;
@@ -114,7 +188,7 @@ bool bench_net(const Options& o, const std::string& net) {
         fmt::print("{}: the live device gave no DeviceSpec ({}); planning for {}\n", net, e.what(), device.key);
     }
     const braid::OpCosts costs = braid::estimate_costs(device, op_estimates(tg));
-    const std::string prefix = fmt::format("train_{}_b{}", net, o.batch);
+    const std::string prefix = fmt::format("train_{}_b{}", net, batch);
 
     braid::PlanOptions nimble_options;
     nimble_options.strategy = "nimble";
@@ -141,28 +215,13 @@ bool bench_net(const Options& o, const std::string& net) {
     fmt::print("{}_braid_graph_speedup_vs_nimble_graph: {:.3f}\n", prefix, nimble_graph / braid_graph);
     std::fflush(stdout);
 
-    // Bitwise: braid against serial, both graph mode, deterministic algorithms.
-    CudaRunOptions check;
-    check.graph_mode = true;
-    check.deterministic = true;
-    check.split_granule = split_granule(braid_plan, tg.graph);
-    WeightComparison cmp;
-    {
-        CudaTrainer a(tg, braid_plan, check);
-        CudaTrainer b(tg, serial, check);
-        a.warm_up();
-        b.warm_up();
-        for (std::uint32_t i = 0; i < o.check_iterations; ++i) {
-            (void)a.iterate();
-            (void)b.iterate();
-        }
-        cmp = compare_weights(a.weights(), b.weights());
-    }
-    fmt::print("{}: braid (graph) vs serial (graph) after {} iterations: {}\n", prefix, o.check_iterations,
-               cmp.describe());
-    fmt::print("{}_braid_graph_bitwise_identical: {}\n", prefix, cmp.identical ? 1 : 0);
-    std::fflush(stdout);
-    return cmp.identical;
+    const braid::Plan tuned = tune_net(o, tg, device, prefix);
+
+    // Bitwise: braid's plan and the tuned one against serial.
+    bool identical = check_bitwise(tg, braid_plan, serial, o.check_iterations, prefix + "_braid_graph");
+    if (tuned.steps != braid_plan.steps || tuned.waits != braid_plan.waits)
+        identical = check_bitwise(tg, tuned, serial, o.check_iterations, prefix + "_braid_tuned_graph") && identical;
+    return identical;
 }
 
 }  // namespace
@@ -178,7 +237,8 @@ int main(int argc, char** argv) {
         fmt::print("bench-gpu-train: {}\n", cuda_device_description());
         const auto t0 = Clock::now();
         bool ok = true;
-        for (const std::string& net : o.nets) ok = bench_net(o, net) && ok;
+        for (const std::string& net : o.nets)
+            for (std::uint32_t batch : o.batches) ok = bench_net(o, net, batch) && ok;
         fmt::print("train_bench_total_s: {:.1f}\n", seconds_since(t0));
         return ok ? 0 : 1;
     } catch (const std::exception& e) {

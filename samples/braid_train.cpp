@@ -15,25 +15,30 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "braid/error.hpp"
 #include "braid/exec/executor.hpp"
 #include "braid/exec/host.hpp"
+#include "braid/exec/timing.hpp"
 #include "braid/model/device_json.hpp"
 #include "braid/model/device_table.hpp"
 #include "braid/model/estimate.hpp"
 #include "braid/plan/plan_json.hpp"
 #include "braid/planner/make_plan.hpp"
+#include "braid/planner/tune_cache.hpp"
 #include "caffe/prototxt.hpp"
 #include "nets/zoo.hpp"
 #include "train/host_model.hpp"
 #include "train/summary.hpp"
 #include "train/training_graph.hpp"
+#include "train/tuning.hpp"
 #include "vocabulary.hpp"
 #if BRAID_SAMPLES_WITH_CUDA
 #include "cuda/cuda_trainer.hpp"
@@ -61,6 +66,13 @@ struct Options {
     bool deterministic = false;  // cuda: deterministic cuDNN algorithms without --check too
     bool no_tf32 = false;        // cuda: FP32 convolutions and GEMMs
     bool heuristic_algorithms = false;
+    bool strategy_given = false;
+    bool tune = false;             // measure braid's best plans here and train with the fastest
+    std::uint32_t tune_top = 6;
+    double tune_budget_s = 60.0;
+    std::string tune_cache = braid::default_tune_cache_dir().string();
+    bool no_tune_cache = false;
+    std::string plan_out;          // write the plan the run uses
 };
 
 // A usage error: message, exit status 2.
@@ -86,6 +98,12 @@ void validate(Options& o) {
         throw UsageError{"--backend cuda: this build of braid-train has no CUDA part (configure with CUDA, or use "
                          "--backend host)"};
 #endif
+    if (o.tune) {
+        if (o.strategy_given && o.strategy != "braid")
+            throw UsageError{"--tune measures braid's candidate plans and cannot tune --strategy " + o.strategy +
+                             " (leave --strategy out, or give braid)"};
+        o.strategy = "braid";
+    }
     if (o.mode.empty()) o.mode = o.backend == "cuda" ? braid::cli::default_mode : "eager";
     if (o.mode == "graph" && o.backend != "cuda")
         throw UsageError{"--mode graph replays a captured CUDA graph and needs --backend cuda; the host backend runs "
@@ -148,6 +166,54 @@ braid::Plan make_training_plan(const Options& o, const TrainingGraph& tg, const 
     return braid::make_plan(tg.graph, device, costs, options);
 }
 
+std::vector<braid::Executor<braid::HostBackend>::Body> host_bodies(const HostModel& model) {
+    std::vector<braid::Executor<braid::HostBackend>::Body> bodies;
+    for (const HostBody& body : model.bodies())
+        bodies.push_back([body](braid::HostLane&, const braid::OpContext& ctx) { body(ctx); });
+    return bodies;
+}
+
+// --tune: braid's best plans by the model and the baselines, measured
+// interleaved where the run trains (a model of their own, so the training
+// run still starts from the initial weights), or the cached winner.
+braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const braid::DeviceSpec& device) {
+    TuningRequest request;
+    request.top = o.tune_top;
+    request.budget_s = o.tune_budget_s;
+    request.max_streams = o.max_streams;
+    request.mode = o.mode == "graph" ? braid::LaunchMode::graph : braid::LaunchMode::eager;
+    if (!o.no_tune_cache) request.cache_dir = o.tune_cache;
+    const auto log = [](const std::string& line) {
+        fmt::print("tune: {}\n", line);
+        std::fflush(stdout);
+    };
+    std::optional<TuningOutcome> outcome;
+#if BRAID_SAMPLES_WITH_CUDA
+    if (o.backend == "cuda") {
+        CudaRunOptions run;
+        run.graph_mode = o.mode == "graph";
+        run.deterministic = o.deterministic || o.check;
+        run.tf32 = !o.no_tf32;
+        run.heuristic_algorithms = o.heuristic_algorithms;
+        CudaTrainerTiming source(tg, run);
+        outcome = tune_training_plan(tg, device, cuda_measured_on(tg.batch(), run.graph_mode), source, request, log);
+    }
+#endif
+    if (!outcome) {
+        const HostModel model(tg);
+        braid::HostBackend backend;
+        braid::ExecutorTiming<braid::HostBackend> source(tg.graph, backend, host_bodies(model));
+        braid::MeasuredOn on;
+        on.device = fmt::format("host ({} threads)", std::thread::hardware_concurrency());
+        on.backend = "host";
+        on.mode = braid::LaunchMode::eager;
+        on.batch = tg.batch();
+        outcome = tune_training_plan(tg, device, on, source, request, log);
+    }
+    if (outcome->result) fmt::print("{}", format_tune_report(*outcome->result));
+    return std::move(outcome->plan);
+}
+
 // The training step of a bundled net or of a prototxt (whose notes go to
 // stderr), and the line that names it.
 TrainingGraph make_training_graph(const Options& o, std::string& label) {
@@ -193,7 +259,12 @@ int train(const Options& o) {
     std::fflush(stdout);
 
     const braid::DeviceSpec device = braid::load_device(o.device);
-    const braid::Plan plan = make_training_plan(o, tg, device);
+    const braid::Plan plan = o.tune ? tuned_training_plan(o, tg, device) : make_training_plan(o, tg, device);
+    if (!o.plan_out.empty()) {
+        std::ofstream f(o.plan_out);
+        f << braid::to_json(plan, tg.graph).dump(2) << '\n';
+        if (!f) throw braid::Error("--plan-out: cannot write " + o.plan_out);
+    }
     std::size_t split_steps = 0;
     for (const braid::PlanStep& s : plan.steps) split_steps += s.parts > 1 ? 1 : 0;
     fmt::print("plan: {} ({}), {} streams, {} steps ({} batch parts), {} waits\n", plan.strategy,
@@ -216,10 +287,7 @@ int train(const Options& o) {
 
     HostModel model(tg);
     braid::HostBackend backend;
-    std::vector<braid::Executor<braid::HostBackend>::Body> bodies;
-    for (const HostBody& body : model.bodies())
-        bodies.push_back([body](braid::HostLane&, const braid::OpContext& ctx) { body(ctx); });
-    braid::Executor<braid::HostBackend> executor(tg.graph, plan, backend, std::move(bodies));
+    braid::Executor<braid::HostBackend> executor(tg.graph, plan, backend, host_bodies(model));
     Progress progress(isatty(fileno(stderr)) != 0, tg.graph.op_count());
     executor.set_profiling_hook(&progress);
     double steady_seconds = 0.0;
@@ -326,6 +394,22 @@ int main(int argc, char** argv) {
                    "graph (one replayed CUDA graph; the default with --backend cuda) or eager (launch by launch; the "
                    "host backend's only mode, so its default)")
         ->check(CLI::IsMember({"eager", "graph"}));
+    CLI::Option* tune = app.add_flag("--tune", o.tune,
+                 "measure braid's best plans and the baselines here, interleaved, and train with the fastest "
+                 "(docs/tuning.md); the winner is cached");
+    app.add_option("--tune-top", o.tune_top, "--tune: how many of braid's plans to measure")
+        ->check(at_least(1))
+        ->capture_default_str()
+        ->needs(tune);
+    app.add_option("--tune-budget", o.tune_budget_s, "--tune: seconds the measurements may take")
+        ->check(positive())
+        ->capture_default_str()
+        ->needs(tune);
+    CLI::Option* cache = app.add_option("--tune-cache", o.tune_cache, "--tune: folder of tuned plans")
+                             ->capture_default_str()
+                             ->needs(tune);
+    app.add_flag("--no-tune-cache", o.no_tune_cache, "--tune: neither read nor write the cache")->needs(tune)->excludes(cache);
+    app.add_option("--plan-out", o.plan_out, "write the plan the run uses (plan.json; with --tune, what was measured)");
     app.add_flag("--check", o.check, "train a second model serially and compare every weight bitwise");
     app.add_flag("--deterministic", o.deterministic,
                  "cuda: deterministic cuDNN algorithms only (always with --check)");
@@ -334,6 +418,7 @@ int main(int argc, char** argv) {
                  "cuda: cuDNN's heuristics choose convolution algorithms instead of timing them (cudnnFind)");
     CLI11_PARSE(app, argc, argv);
     o.net_given = net->count() > 0;
+    o.strategy_given = app.get_option("--strategy")->count() > 0;
     if (batch->count() > 0) o.prototxt_options.batch = m.batch;
     if (image->count() > 0) o.prototxt_options.image = m.image;
     if (classes->count() > 0) o.prototxt_options.classes = m.classes;

@@ -1,6 +1,7 @@
 // The integration example of docs/integration.md, compiled and run as a
-// test: a small model with two parallel branches, planned by braid and run
-// on the host backend, must give exactly the serial results.
+// test: a small model with two parallel branches, planned by braid (and
+// tuned on the host) and run on the host backend, must give exactly the
+// serial results.
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -28,7 +29,9 @@ struct Model {
     }
 };
 
-std::vector<float> train(Model& m, bool planned) {
+enum class Planner { serial, braid, tuned };
+
+std::vector<float> train(Model& m, Planner how) {
     // [integration]
     // 1. Describe one step: buffers and what each op reads and writes.
     braid::OpGraphBuilder g;
@@ -48,35 +51,55 @@ std::vector<float> train(Model& m, bool planned) {
 
     // 3. Plan: which op goes on which stream, with which waits.
     braid::PlanOptions options;
-    options.strategy = planned ? "braid" : "serial";
-    const braid::Plan plan = braid::make_plan(graph, dev, costs, options);
+    options.strategy = how == Planner::serial ? "serial" : "braid";
+    braid::Plan plan = braid::make_plan(graph, dev, costs, options);
 
-    // 4. Bind bodies and run every iteration (CudaBackend: bodies launch on lane.stream).
+    // 4. Bodies, bound to a model (CudaBackend: bodies launch on lane.stream).
     using Exec = braid::Executor<braid::HostBackend>;
-    std::vector<Exec::Body> bodies(graph.op_count());
-    bodies[op_a] = [&](braid::HostLane&, const braid::OpContext&) { dense_relu(m.wa, m.x, m.a); };
-    bodies[op_b] = [&](braid::HostLane&, const braid::OpContext&) { dense_relu(m.wb, m.x, m.b); };
-    bodies[op_sum] = [&](braid::HostLane&, const braid::OpContext&) {
-        for (std::size_t i = 0; i < m.out.size(); ++i) m.out[i] = m.a[i] + m.b[i];
-    };
-    bodies[op_feed] = [&](braid::HostLane&, const braid::OpContext&) {
-        for (std::size_t i = 0; i < m.x.size(); ++i) m.x[i] = m.out[i] / (1.0f + m.out[i]);
+    const auto bind = [&](Model& model) {
+        std::vector<Exec::Body> bodies(graph.op_count());
+        bodies[op_a] = [&model](braid::HostLane&, const braid::OpContext&) { dense_relu(model.wa, model.x, model.a); };
+        bodies[op_b] = [&model](braid::HostLane&, const braid::OpContext&) { dense_relu(model.wb, model.x, model.b); };
+        bodies[op_sum] = [&model](braid::HostLane&, const braid::OpContext&) {
+            for (std::size_t i = 0; i < model.out.size(); ++i) model.out[i] = model.a[i] + model.b[i];
+        };
+        bodies[op_feed] = [&model](braid::HostLane&, const braid::OpContext&) {
+            for (std::size_t i = 0; i < model.x.size(); ++i) model.x[i] = model.out[i] / (1.0f + model.out[i]);
+        };
+        return bodies;
     };
     braid::HostBackend backend;
-    Exec executor(graph, plan, backend, std::move(bodies));
+
+    // 5. Or tune: time braid's best plans and the baselines here, interleaved,
+    //    and keep the fastest (on a model of their own: timing trains it).
+    if (how == Planner::tuned) {
+        braid::strategy::BraidOptions best;
+        best.complete_top = 4;
+        const auto candidates = braid::tune_candidates(braid::strategy::braid_plan(graph, dev, costs, best), 4);
+        Model scratch;
+        braid::ExecutorTiming<braid::HostBackend> timing(graph, backend, bind(scratch));
+        braid::TuneOptions tuning;
+        tuning.budget_s = 2.0;
+        plan = candidates[braid::tune(graph, candidates, timing, tuning).winner].plan;
+    }
+
+    // 6. Run every iteration.
+    Exec executor(graph, plan, backend, bind(m));
     for (int iteration = 0; iteration < 20; ++iteration) executor.run();
     // [integration end]
-    std::printf("%-6s plan: %u streams, %zu waits\n", options.strategy.c_str(), plan.stream_count(), plan.waits.size());
+    std::printf("%-6s plan: %u streams, %zu waits\n", how == Planner::tuned ? "tuned" : options.strategy.c_str(),
+                plan.stream_count(), plan.waits.size());
     return m.x;
 }
 
 }  // namespace
 
 int main() {
-    Model serial_model, braid_model;
-    const std::vector<float> serial = train(serial_model, false);
-    const std::vector<float> planned = train(braid_model, true);
-    const bool same = serial == planned;  // bit for bit
-    std::printf("braid plan vs serial: %s\n", same ? "bitwise identical" : "DIFFERENT");
+    Model serial_model, braid_model, tuned_model;
+    const std::vector<float> serial = train(serial_model, Planner::serial);
+    const std::vector<float> planned = train(braid_model, Planner::braid);
+    const std::vector<float> tuned = train(tuned_model, Planner::tuned);
+    const bool same = serial == planned && serial == tuned;  // bit for bit
+    std::printf("braid and tuned plans vs serial: %s\n", same ? "bitwise identical" : "DIFFERENT");
     return same ? 0 : 1;
 }

@@ -5,6 +5,7 @@
 #include <cudnn.h>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -20,19 +21,8 @@ namespace braid::samples {
 std::string cuda_unavailable_reason() { return braid::cuda::no_device_reason(); }
 
 std::string cuda_device_description() {
-    int device = 0;
-    braid::cuda::check(cudaGetDevice(&device), "cudaGetDevice");
-    cudaDeviceProp p{};
-    braid::cuda::check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
-    const std::size_t cudnn = cudnnGetVersion();
-    int cublas = 0;
-    braid::cuda::check(cublasGetProperty(MAJOR_VERSION, &cublas), "cublasGetProperty");
-    int cublas_minor = 0, cublas_patch = 0;
-    braid::cuda::check(cublasGetProperty(MINOR_VERSION, &cublas_minor), "cublasGetProperty");
-    braid::cuda::check(cublasGetProperty(PATCH_LEVEL, &cublas_patch), "cublasGetProperty");
-    return fmt::format("{} (sm_{}{}, {} SMs), cuDNN {}.{}.{}, cuBLAS {}.{}.{}", p.name, p.major, p.minor,
-                       p.multiProcessorCount, cudnn / 10000, cudnn / 100 % 100, cudnn % 100, cublas, cublas_minor,
-                       cublas_patch);
+    const braid::MeasuredOn on = cuda_measured_on(0, false);
+    return fmt::format("{}, cuDNN {}, cuBLAS {}", on.device, on.cudnn, on.cublas);
 }
 
 struct CudaTrainer::Impl {
@@ -111,6 +101,48 @@ std::string CudaTrainer::launch_summary() const {
 }
 
 WeightSnapshot CudaTrainer::weights() const { return snapshot_weights(impl_->model); }
+
+CudaTrainerTiming::CudaTrainerTiming(const TrainingGraph& graph, const CudaRunOptions& options)
+    : graph_(graph), options_(options) {}
+
+CudaTrainerTiming::~CudaTrainerTiming() = default;
+
+void CudaTrainerTiming::prepare(std::span<const braid::TuneCandidate> candidates) {
+    trainers_.clear();
+    for (const braid::TuneCandidate& c : candidates) {
+        trainers_.push_back(std::make_unique<CudaTrainer>(graph_, c.plan, options_));
+        trainers_.back()->warm_up();
+    }
+}
+
+double CudaTrainerTiming::measure_ns(std::size_t candidate) { return trainers_.at(candidate)->iterate() * 1e6; }
+
+double CudaTrainerTiming::now_ns() {
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+braid::MeasuredOn cuda_measured_on(std::uint32_t batch, bool graph_mode) {
+    int device = 0;
+    braid::cuda::check(cudaGetDevice(&device), "cudaGetDevice");
+    cudaDeviceProp p{};
+    braid::cuda::check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
+    int driver = 0;
+    braid::cuda::check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
+    const std::size_t cudnn = cudnnGetVersion();
+    int major = 0, minor = 0, patch = 0;
+    braid::cuda::check(cublasGetProperty(MAJOR_VERSION, &major), "cublasGetProperty");
+    braid::cuda::check(cublasGetProperty(MINOR_VERSION, &minor), "cublasGetProperty");
+    braid::cuda::check(cublasGetProperty(PATCH_LEVEL, &patch), "cublasGetProperty");
+    braid::MeasuredOn on;
+    on.device = fmt::format("{} (sm_{}{}, {} SMs)", p.name, p.major, p.minor, p.multiProcessorCount);
+    on.driver = fmt::format("{}.{}", driver / 1000, driver % 1000 / 10);
+    on.cudnn = fmt::format("{}.{}.{}", cudnn / 10000, cudnn / 100 % 100, cudnn % 100);
+    on.cublas = fmt::format("{}.{}.{}", major, minor, patch);
+    on.backend = "cuda";
+    on.mode = graph_mode ? braid::LaunchMode::graph : braid::LaunchMode::eager;
+    on.batch = batch;
+    return on;
+}
 
 int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const CudaTrainRequest& request) {
     CudaRunOptions run = request.run;

@@ -8,9 +8,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "braid/plan/plan.hpp"
+#include "braid/planner/tune.hpp"
 #include "train/training_graph.hpp"
 #include "train/weights.hpp"
 
@@ -59,6 +62,30 @@ private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
+
+// Times candidate plans as training steps on the GPU, for braid::tune: a
+// CudaTrainer (model, backend, streams, workspaces of its own) per
+// candidate, made and warmed up by prepare(); a measurement is one
+// iteration on CUDA events (in graph mode the tuner's warm-up run captures
+// the graph, so the timed runs are replays). Every trainer uses the
+// process's cuDNN algorithm choices, so candidates differ only in the plan.
+class CudaTrainerTiming : public braid::TimingSource {
+public:
+    CudaTrainerTiming(const TrainingGraph& graph, const CudaRunOptions& options);
+    ~CudaTrainerTiming() override;
+    void prepare(std::span<const braid::TuneCandidate> candidates) override;
+    double measure_ns(std::size_t candidate) override;
+    double now_ns() override;
+
+private:
+    const TrainingGraph& graph_;
+    CudaRunOptions options_;
+    std::vector<std::unique_ptr<CudaTrainer>> trainers_;
+};
+
+// Where a measurement on the current CUDA device holds: its name, driver,
+// cuDNN and cuBLAS versions, and the run's mode and batch.
+braid::MeasuredOn cuda_measured_on(std::uint32_t batch, bool graph_mode);
 
 // braid-train --backend cuda: trains `iterations` iterations of `plan`
 // (one warm-up first), prints loss, time and images per second per

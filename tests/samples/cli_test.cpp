@@ -162,6 +162,49 @@ TEST_CASE("braid-train runs a plan from a file, and refuses one made for another
     std::filesystem::remove(plan);
 }
 
+TEST_CASE("braid-train --tune measures braid's plans on the host, trains with the winner, and caches it") {
+    const std::filesystem::path cache =
+        std::filesystem::temp_directory_path() / ("braid-tune-cli-" + std::to_string(getpid()));
+    std::filesystem::remove_all(cache);
+    const std::string plan_out = cache.string() + ".plan.json";
+    const std::string args = "--net resnet18 " + tiny + " --check --max-streams 2 --tune --tune-top 3 --tune-budget 20 "
+                             "--tune-cache " + cache.string();
+    const Run first = braid_train(args + " --plan-out " + plan_out);
+    CAPTURE(first.output);
+    CHECK(first.status == 0);
+    CHECK(first.output.find("host backend, braid strategy") != std::string::npos);
+    CHECK(first.output.find("candidate plans on host (") != std::string::npos);
+    CHECK(first.output.find("tune: stored as " + cache.string() + "/fnv1a64-") != std::string::npos);
+    CHECK(first.output.find("serial baseline") != std::string::npos);
+    CHECK(first.output.find("check against a serial run: bitwise identical") != std::string::npos);
+    // The plan the run used, with what tuning measured.
+    const nlohmann::json plan = nlohmann::json::parse(std::ifstream(plan_out));
+    CHECK(plan.at("measured").at("backend") == "host");
+    CHECK(plan.at("measured").at("batch") == 2);
+    CHECK(plan.at("measured").at("candidates").size() >= 4);  // 3 of braid's, serial, and nimble and glp4nn unless the same
+
+    const Run second = braid_train(args);
+    CAPTURE(second.output);
+    CHECK(second.status == 0);
+    CHECK(second.output.find("tune: using the tuned plan in " + cache.string()) != std::string::npos);
+    CHECK(second.output.find("tune: measuring") == std::string::npos);
+    CHECK(second.output.find("bitwise identical") != std::string::npos);
+
+    // Without the cache it measures again.
+    const Run uncached = braid_train("--net resnet18 " + tiny + " --max-streams 2 --tune --tune-top 2 --tune-budget 5 --no-tune-cache");
+    CAPTURE(uncached.output);
+    CHECK(uncached.status == 0);
+    CHECK(uncached.output.find("tune: measuring") != std::string::npos);
+    CHECK(uncached.output.find("tune: stored") == std::string::npos);
+
+    check_fails("--net resnet18 " + tiny + " --tune --strategy nimble",
+                "--tune measures braid's candidate plans and cannot tune --strategy nimble");
+    check_fails("--net resnet18 " + tiny + " --tune-top 3", "--tune-top requires --tune");
+    check_fails("--net resnet18 " + tiny + " --tune --tune-budget 0", "--tune-budget: must be a positive number");
+    std::filesystem::remove_all(cache);
+    std::filesystem::remove(plan_out);
+}
+
 }  // TEST_SUITE
 
 #endif

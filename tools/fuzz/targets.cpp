@@ -152,6 +152,12 @@ std::vector<Seed> seeds(std::string_view name) {
             o.max_streams = 4;
             out.push_back({s + ".json", text(to_json(make_plan(tg.graph, dev, tg.costs, o), tg.graph))});
         }
+        // A tuned plan, with the "measured" block tuning writes.
+        Plan tuned = make_plan(tg.graph, dev, tg.costs, PlanOptions{});
+        tuned.measured = PlanMeasurement{
+            MeasuredOn{"NVIDIA H200 (sm_90, 132 SMs)", "13.0", "9.19.0", "13.0.0", "cuda", LaunchMode::graph, 8},
+            1.5, 0.8, 40, true, {{"model #1", 1.6, 0.9, 40}, {"nimble baseline", 1.5, 0.8, 12}}};
+        out.push_back({"tuned.json", text(to_json(tuned, tg.graph))});
     } else if (name == "profile") {
         out.push_back({"cupti.json", text(to_json(synthetic_profile(false)))});
         out.push_back({"events.json", text(to_json(synthetic_profile(true)))});

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <limits>
 #include <optional>
@@ -76,7 +77,7 @@ struct CandidateTiming {
 struct TuneResult {
     std::vector<CandidateTiming> timings;  // in the candidates' order
     std::size_t favourite = 0;
-    std::size_t winner = 0;     // the favourite, or a candidate faster than it beyond the noise
+    std::size_t winner = 0;     // the favourite, or the candidate faster than it beyond the noise with the lowest ratio
     std::size_t fastest = 0;    // lowest median, significant or not
     std::uint32_t rounds = 0;
     double elapsed_s = 0.0;     // on the source's clock, prepare() included
@@ -87,6 +88,12 @@ struct TuneResult {
 };
 
 namespace detail_tune {
+
+inline std::string number(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
 
 inline double quantile(std::vector<double> v, double q) {
     if (v.empty()) return 0.0;
@@ -199,7 +206,7 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
     out.stopped_because = "max_rounds (" + std::to_string(options.max_rounds) + ") reached";
     for (std::uint32_t round = 0; round < options.max_rounds; ++round) {
         if (elapsed_ns() + round_ns > budget_ns) {
-            out.stopped_because = "the next round would overrun the " + std::to_string(options.budget_s) + " s budget";
+            out.stopped_because = "the next round would overrun the " + detail_tune::number(options.budget_s) + " s budget";
             break;
         }
         const double round_start = source.now_ns();
@@ -238,8 +245,8 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
                 break;
             }
             if (r.low >= 1.0 - options.equivalence) {
-                out.stopped_because = "the leader is surely within " + std::to_string(options.equivalence * 100.0) +
-                                      " % of the favourite";
+                out.stopped_because =
+                    "the leader is surely within " + detail_tune::number(options.equivalence * 100.0) + " % of the favourite";
                 break;
             }
         }
@@ -264,9 +271,10 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
         const CandidateTiming& t = out.timings[i];
         if (t.samples_ns.empty()) continue;
         if (out.timings[out.fastest].samples_ns.empty() || t.median_ns < out.timings[out.fastest].median_ns) out.fastest = i;
-        // Faster than the favourite beyond the noise, and the fastest such.
+        // Faster than the favourite beyond the noise, and the fastest such
+        // by the paired ratio, which drift between rounds does not bend.
         if (i != options.favourite && t.ratio_high < 1.0 &&
-            (out.winner == options.favourite || t.median_ns < out.timings[out.winner].median_ns))
+            (out.winner == options.favourite || t.ratio < out.timings[out.winner].ratio))
             out.winner = i;
     }
     out.elapsed_s = elapsed_ns() / 1e9;

@@ -5,6 +5,7 @@
 // message saying why, and tuning runs again and replaces it.
 #pragma once
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -34,7 +35,9 @@ inline std::filesystem::path default_tune_cache_dir() {
 
 inline std::filesystem::path tune_cache_file(const std::filesystem::path& dir, const std::string& graph_fingerprint,
                                              const MeasuredOn& on) {
-    return dir / (graph_fingerprint + "-" + on.backend + "-" + std::string(to_string(on.mode)) + ".plan.json");
+    std::string name = graph_fingerprint + "-" + on.backend + "-" + std::string(to_string(on.mode)) + ".plan.json";
+    std::replace(name.begin(), name.end(), ':', '-');  // "fnv1a64:..." names no file on every system
+    return dir / name;
 }
 
 struct CachedPlan {

@@ -1,6 +1,7 @@
 // What tuning measures: braid's best plans by the simulator, the model's
-// choice first (the favourite), and the serial and nimble baselines, so
-// that the tuned plan is never slower than what the baselines measure.
+// choice first (the favourite), and the serial, nimble and glp4nn
+// baselines, so that the tuned plan is never slower than what the
+// baselines measure.
 #pragma once
 
 #include <cstddef>
@@ -30,8 +31,9 @@ inline std::vector<TuneCandidate> tune_candidates(const strategy::BraidResult& r
     };
     std::size_t rank = 0;
     for (std::size_t i : result.ranked(top)) add(i, "model #" + std::to_string(++rank) + ": " + result.candidates[i].describe());
-    for (const char* base : {"serial", "nimble"}) {
+    for (const char* base : {"serial", "nimble", "glp4nn"}) {
         const strategy::BraidCandidate& b = result.baseline(base);
+        // As its strategy makes it: nimble takes as many streams as its chains, whatever the cap.
         add(static_cast<std::size_t>(&b - result.candidates.data()), b.describe());
     }
     return out;

@@ -1,0 +1,69 @@
+#include "train/tuning.hpp"
+
+#include <fmt/format.h>
+
+#include "braid/model/estimate.hpp"
+#include "braid/planner/strategies/braid.hpp"
+#include "braid/planner/tune_cache.hpp"
+#include "braid/planner/tune_candidates.hpp"
+
+namespace braid::samples {
+
+TuningOutcome tune_training_plan(const TrainingGraph& tg, const braid::DeviceSpec& device, const braid::MeasuredOn& on,
+                                 braid::TimingSource& source, const TuningRequest& request,
+                                 const std::function<void(const std::string&)>& log) {
+    TuningOutcome out;
+    if (!request.cache_dir.empty()) {
+        braid::CachedPlan cached = braid::find_tuned_plan(request.cache_dir, tg.graph, on);
+        if (!cached.message.empty()) log(cached.message);
+        if (cached.plan) {
+            out.plan = std::move(*cached.plan);
+            out.from_cache = true;
+            return out;
+        }
+    }
+    const braid::OpCosts costs = braid::estimate_costs(device, op_estimates(tg));
+    braid::strategy::BraidOptions bo;
+    bo.max_streams = request.max_streams;
+    bo.mode = request.mode;
+    bo.complete_top = request.top;
+    const braid::strategy::BraidResult planned = braid::strategy::braid_plan(tg.graph, device, costs, bo);
+    out.candidates = braid::tune_candidates(planned, request.top);
+    log(fmt::format("measuring {} candidate plans on {} (budget {:g} s)", out.candidates.size(), on.describe(),
+                    request.budget_s));
+    braid::TuneOptions to;
+    to.budget_s = request.budget_s;
+    out.result = braid::tune(tg.graph, out.candidates, source, to);
+    const braid::TuneResult& r = *out.result;
+    const braid::CandidateTiming& fav = r.timings[r.favourite];
+    if (r.switched())
+        log(fmt::format("picked '{}': {:.3f} ms, {:.1f} % faster than the model's choice ({:.3f} ms)", r.chosen().name,
+                        r.chosen().median_ns / 1e6, 100.0 * (1.0 - r.chosen().ratio), fav.median_ns / 1e6));
+    else
+        log(fmt::format("kept the model's choice '{}': {:.3f} ms; nothing was faster beyond the noise", fav.name,
+                        fav.median_ns / 1e6));
+    log(fmt::format("{} rounds in {:.1f} s; stopped: {}", r.rounds, r.elapsed_s, r.stopped_because));
+    out.plan = braid::measured_plan(out.candidates, r, on);
+    if (!request.cache_dir.empty())
+        log("stored as " + braid::store_tuned_plan(request.cache_dir, tg.graph, out.plan).string());
+    return out;
+}
+
+std::string format_tune_report(const braid::TuneResult& r) {
+    std::string s = fmt::format("  {:<3} {:>10} {:>8} {:>8} {:>19} {:>7}  {}\n", "", "median ms", "spread", "vs model",
+                                "95 % interval", "samples", "candidate");
+    for (std::size_t i = 0; i < r.timings.size(); ++i) {
+        const braid::CandidateTiming& t = r.timings[i];
+        const char* mark = i == r.winner ? "=>" : i == r.favourite ? "m" : "";
+        std::string note;
+        if (t.dropped_after) note = fmt::format(" (dropped after round {})", *t.dropped_after);
+        const std::string interval =
+            i == r.favourite ? std::string("-") : t.ratio_high > 1e9 ? std::string("too few")
+                                                                     : fmt::format("[{:.4f}, {:.4f}]", t.ratio_low, t.ratio_high);
+        s += fmt::format("  {:<3} {:>10.3f} {:>7.2f}% {:>8.4f} {:>19} {:>7}  {}{}\n", mark, t.median_ns / 1e6, t.spread_pct,
+                         t.ratio, interval, t.samples_ns.size(), t.name, note);
+    }
+    return s;
+}
+
+}  // namespace braid::samples
