@@ -237,8 +237,17 @@ int main(int argc, char** argv) {
         fmt::print("bench-gpu-train: {}\n", cuda_device_description());
         const auto t0 = Clock::now();
         bool ok = true;
+        // A failing configuration (say, no deterministic algorithm within the
+        // workspace limit) is reported and the others still run.
         for (const std::string& net : o.nets)
-            for (std::uint32_t batch : o.batches) ok = bench_net(o, net, batch) && ok;
+            for (std::uint32_t batch : o.batches) try {
+                    ok = bench_net(o, net, batch) && ok;
+                } catch (const std::exception& e) {
+                    std::fprintf(stderr, "bench-gpu-train: %s at batch %u: error: %s\n", net.c_str(), batch, e.what());
+                    fmt::print("train_{}_b{}_failed: 1\n", net, batch);
+                    std::fflush(stdout);
+                    ok = false;
+                }
         fmt::print("train_bench_total_s: {:.1f}\n", seconds_since(t0));
         return ok ? 0 : 1;
     } catch (const std::exception& e) {

@@ -44,8 +44,12 @@ TuningOutcome tune_training_plan(const TrainingGraph& tg, const braid::DeviceSpe
                         fav.median_ns / 1e6));
     log(fmt::format("{} rounds in {:.1f} s; stopped: {}", r.rounds, r.elapsed_s, r.stopped_because));
     out.plan = braid::measured_plan(out.candidates, r, on);
-    if (!request.cache_dir.empty())
-        log("stored as " + braid::store_tuned_plan(request.cache_dir, tg.graph, out.plan).string());
+    // A cache that cannot be written costs the next run a tuning, not this run its training.
+    if (!request.cache_dir.empty()) try {
+            log("stored as " + braid::store_tuned_plan(request.cache_dir, tg.graph, out.plan).string());
+        } catch (const braid::Error& e) {
+            log(std::string("not cached: ") + e.what());
+        }
     return out;
 }
 
