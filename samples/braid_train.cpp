@@ -176,7 +176,15 @@ std::vector<braid::Executor<braid::HostBackend>::Body> host_bodies(const HostMod
 // --tune: braid's best plans by the model and the baselines, measured
 // interleaved where the run trains (a model of their own, so the training
 // run still starts from the initial weights), or the cached winner.
-braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const braid::DeviceSpec& device) {
+braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const braid::DeviceSpec& device,
+                                const std::string& label) {
+    // What the cache must match besides the machine: the net as sized here,
+    // and the settings that change its kernels or its plans.
+    std::string settings = fmt::format("{}; at most {} streams; planned for {}", label, o.max_streams, device.key);
+    if (o.backend == "cuda")
+        settings += fmt::format("; {}, {} algorithms by {}", o.no_tf32 ? "FP32" : "TF32",
+                                o.deterministic || o.check ? "deterministic" : "fastest",
+                                o.heuristic_algorithms ? "heuristics" : "cudnnFind");
     TuningRequest request;
     request.top = o.tune_top;
     request.budget_s = o.tune_budget_s;
@@ -196,7 +204,9 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
         run.tf32 = !o.no_tf32;
         run.heuristic_algorithms = o.heuristic_algorithms;
         CudaTrainerTiming source(tg, run);
-        outcome = tune_training_plan(tg, device, cuda_measured_on(tg.batch(), run.graph_mode), source, request, log);
+        braid::MeasuredOn on = cuda_measured_on(tg.batch(), run.graph_mode);
+        on.settings = settings;
+        outcome = tune_training_plan(tg, device, on, source, request, log);
     }
 #endif
     if (!outcome) {
@@ -208,6 +218,7 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
         on.backend = "host";
         on.mode = braid::LaunchMode::eager;
         on.batch = tg.batch();
+        on.settings = settings;
         outcome = tune_training_plan(tg, device, on, source, request, log);
     }
     if (outcome->result) fmt::print("{}", format_tune_report(*outcome->result));
@@ -259,10 +270,11 @@ int train(const Options& o) {
     std::fflush(stdout);
 
     const braid::DeviceSpec device = braid::load_device(o.device);
-    const braid::Plan plan = o.tune ? tuned_training_plan(o, tg, device) : make_training_plan(o, tg, device);
+    const braid::Plan plan = o.tune ? tuned_training_plan(o, tg, device, label) : make_training_plan(o, tg, device);
     if (!o.plan_out.empty()) {
         std::ofstream f(o.plan_out);
         f << braid::to_json(plan, tg.graph).dump(2) << '\n';
+        f.close();
         if (!f) throw braid::Error("--plan-out: cannot write " + o.plan_out);
     }
     std::size_t split_steps = 0;

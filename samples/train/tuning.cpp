@@ -36,7 +36,11 @@ TuningOutcome tune_training_plan(const TrainingGraph& tg, const braid::DeviceSpe
     out.result = braid::tune(tg.graph, out.candidates, source, to);
     const braid::TuneResult& r = *out.result;
     const braid::CandidateTiming& fav = r.timings[r.favourite];
-    if (r.switched())
+    if (!r.conclusive)
+        log(fmt::format("only {} rounds fitted in the budget, too few to tell the candidates apart: keeping the "
+                        "model's choice '{}', not caching it (give --tune-budget more)",
+                        r.rounds, fav.name));
+    else if (r.switched())
         log(fmt::format("picked '{}': {:.3f} ms, {:.1f} % faster than the model's choice ({:.3f} ms)", r.chosen().name,
                         r.chosen().median_ns / 1e6, 100.0 * (1.0 - r.chosen().ratio), fav.median_ns / 1e6));
     else
@@ -45,7 +49,7 @@ TuningOutcome tune_training_plan(const TrainingGraph& tg, const braid::DeviceSpe
     log(fmt::format("{} rounds in {:.1f} s; stopped: {}", r.rounds, r.elapsed_s, r.stopped_because));
     out.plan = braid::measured_plan(out.candidates, r, on);
     // A cache that cannot be written costs the next run a tuning, not this run its training.
-    if (!request.cache_dir.empty()) try {
+    if (!request.cache_dir.empty() && r.conclusive) try {
             log("stored as " + braid::store_tuned_plan(request.cache_dir, tg.graph, out.plan).string());
         } catch (const braid::Error& e) {
             log(std::string("not cached: ") + e.what());

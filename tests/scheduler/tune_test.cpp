@@ -206,6 +206,14 @@ TEST_CASE("tuning stays within its time budget and reports every candidate") {
         CHECK(c.spread_pct >= 0.0);
     }
     CHECK(source.measurements() == (o.warmup + r.rounds) * candidates.size());
+
+    // A budget for 3 rounds: the favourite is kept, and the result says it was not measured enough to know.
+    SimulatedTiming short_source(t.graph, dev, slow, sim::LaunchMode::graph, {}, TimingNoise{}, 0.5e9, 0.0);
+    o.budget_s = 0.5 * static_cast<double>(candidates.size()) + 4.5 * static_cast<double>(candidates.size());
+    const TuneResult few = tune(t.graph, candidates, short_source, o);
+    CHECK(few.rounds < 8);
+    CHECK_FALSE(few.conclusive);
+    CHECK_FALSE(few.switched());
 }
 
 TEST_CASE("the median's interval: none from too few samples, order statistics from more") {
@@ -223,7 +231,11 @@ TEST_CASE("the median's interval: none from too few samples, order statistics fr
     const auto strict = median_interval(hundred, detail_tune::z_during);
     CHECK(strict.low == 33.0);   // rank floor(50 - 16.45)
     CHECK(strict.high == 68.0);
-    CHECK(std::isinf(median_interval({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, detail_tune::z_during).high));
+    CHECK(std::isinf(median_interval({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}, detail_tune::z_during).high));
+    CHECK(median_interval({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, detail_tune::z_during).high == 15.0);
+    // Bonferroni: 95 % jointly over k intervals.
+    CHECK(detail_tune::z_for_comparisons(1) == doctest::Approx(1.95996).epsilon(1e-4));
+    CHECK(detail_tune::z_for_comparisons(10) == doctest::Approx(2.80703).epsilon(1e-4));
 }
 
 TEST_CASE("tuning on the host backend runs every candidate's bodies and returns one of them") {
@@ -279,7 +291,8 @@ TEST_CASE("bad tuning input names the candidate") {
 namespace {
 
 MeasuredOn h200_graph() {
-    return MeasuredOn{"NVIDIA H200 (sm_90, 132 SMs)", "13.0", "9.19.0", "13.0.0", "cuda", LaunchMode::graph, 32};
+    return MeasuredOn{"NVIDIA H200 (sm_90, 132 SMs)", "13.0", "9.19.0", "13.0.0", "cuda", LaunchMode::graph, 32,
+                      "googlenet: 224x224 images; at most 8 streams"};
 }
 
 // A tuned plan for the diamond, as tuning on the simulator makes it.
@@ -351,6 +364,11 @@ TEST_CASE("the tuning cache gives back a plan measured here and ignores, with a 
     CHECK_FALSE(foreign.plan.has_value());
     CHECK(foreign.message == "ignoring the tuned plan in " + file.string() + ": it was measured on " + here.describe() +
                                  "; this run is " + other_driver.describe());
+
+    MeasuredOn other_size = here;  // same machine, another image size
+    other_size.settings = "googlenet: 160x160 images; at most 8 streams";
+    CHECK(find_tuned_plan(dir.path, t.graph, other_size).message.find("; this run is " + other_size.describe()) !=
+          std::string::npos);
 
     Plan unmeasured = p;
     unmeasured.measured.reset();

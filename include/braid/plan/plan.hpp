@@ -98,10 +98,14 @@ struct MeasuredOn {
     std::string backend;  // "cuda" or "host"
     LaunchMode mode = LaunchMode::graph;
     std::uint32_t batch = 0;
+    // What else the time depends on, in the caller's words: image size,
+    // classes, stream cap, math and algorithm settings ("" when nothing).
+    std::string settings;
 
     std::string describe() const {
         std::string d = device + ", " + backend + " backend, " + std::string(to_string(mode)) + " mode, batch " +
                         std::to_string(batch);
+        if (!settings.empty()) d += ", " + settings;
         if (!driver.empty()) d += ", driver " + driver;
         if (!cudnn.empty()) d += ", cuDNN " + cudnn;
         if (!cublas.empty()) d += ", cuBLAS " + cublas;

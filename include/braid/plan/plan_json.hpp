@@ -109,14 +109,15 @@ inline nlohmann::json measured_to_json(const PlanMeasurement& m) {
     return {{"device", m.on.device},   {"driver", m.on.driver},
             {"cudnn", m.on.cudnn},     {"cublas", m.on.cublas},
             {"backend", m.on.backend}, {"mode", to_string(m.on.mode)},
-            {"batch", m.on.batch},     {"median_ms", m.median_ms},
+            {"batch", m.on.batch},     {"settings", m.on.settings},
+            {"median_ms", m.median_ms},
             {"spread_pct", m.spread_pct}, {"rounds", m.rounds},
             {"switched", m.switched},  {"candidates", std::move(candidates)}};
 }
 
 inline PlanMeasurement measured_from_json(const JsonReader& r) {
-    r.allow_only({"device", "driver", "cudnn", "cublas", "backend", "mode", "batch", "median_ms", "spread_pct", "rounds",
-                  "switched", "candidates"});
+    r.allow_only({"device", "driver", "cudnn", "cublas", "backend", "mode", "batch", "settings", "median_ms", "spread_pct",
+                  "rounds", "switched", "candidates"});
     PlanMeasurement m;
     m.on.device = r.get<std::string>("device");
     m.on.driver = r.get<std::string>("driver");
@@ -125,6 +126,7 @@ inline PlanMeasurement measured_from_json(const JsonReader& r) {
     m.on.backend = r.get<std::string>("backend");
     m.on.mode = mode_from_json(r.at("mode"));
     m.on.batch = r.get<std::uint32_t>("batch");
+    m.on.settings = r.get<std::string>("settings");
     m.median_ms = r.get<double>("median_ms");
     m.spread_pct = r.get<double>("spread_pct");
     m.rounds = r.get<std::uint32_t>("rounds");

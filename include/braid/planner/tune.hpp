@@ -4,8 +4,8 @@
 // rounds (A B C, B C A, ...) so that drift hits every candidate alike. The
 // model's favourite is kept unless another candidate is faster beyond the
 // noise: the median of its per-round time ratios to the favourite, with a
-// distribution-free 95 % interval, must lie wholly below 1 (99.9 % for a
-// decision taken during the rounds). Candidates that
+// distribution-free interval (95 % jointly over all candidates; 99.9 % for a
+// decision taken during the rounds), must lie wholly below 1 - equivalence. Candidates that
 // are surely slower than the leader, or surely as fast, stop being timed,
 // which spends the budget on the ones still in doubt.
 #pragma once
@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <exception>
 #include <limits>
+#include <numbers>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,9 +52,14 @@ public:
 struct TuneOptions {
     std::size_t favourite = 0;     // the model's choice: kept unless beaten beyond the noise
     std::uint32_t warmup = 1;      // untimed runs of each candidate before the rounds
-    std::uint32_t min_rounds = 7;  // rounds before any candidate is dropped or the tuning stops early
+    // Rounds before any candidate is dropped or the tuning stops early; the
+    // 99.9 % intervals those decisions use need 15 rounds in any case.
+    std::uint32_t min_rounds = 7;
     std::uint32_t max_rounds = 1000;  // the budget usually ends it first
-    double budget_s = 60.0;        // on the source's clock, prepare() included; no round starts that would overrun it
+    // On the source's clock, prepare() and warm-up included; no round starts
+    // that would overrun it if it took as long as the slowest round so far
+    // (or the models' times before any).
+    double budget_s = 60.0;
     // Candidates whose time is surely within this fraction of the leader's
     // stop being timed: telling them apart would gain less than this.
     double equivalence = 0.0025;
@@ -67,7 +73,8 @@ struct CandidateTiming {
     double median_ns = 0.0;
     double spread_pct = 0.0;            // interquartile range over the median
     // Median of the per-round ratios of its time to the favourite's, and the
-    // 95 % interval of that median (1, 1, 1 for the favourite itself).
+    // interval of that median, 95 % jointly over all candidates (1, 1, 1 for
+    // the favourite itself).
     double ratio = 1.0, ratio_low = 1.0, ratio_high = 1.0;
     // Rounds after which it stopped being timed: surely slower than the
     // leader, or surely within TuneOptions::equivalence of it.
@@ -82,6 +89,10 @@ struct TuneResult {
     std::uint32_t rounds = 0;
     double elapsed_s = 0.0;     // on the source's clock, prepare() included
     std::string stopped_because;
+
+    // Enough rounds that the final intervals could exclude a tie; when false
+    // the favourite was kept for want of measurements, not on them.
+    bool conclusive = false;
 
     bool switched() const noexcept { return winner != favourite; }
     const CandidateTiming& chosen() const { return timings.at(winner); }
@@ -115,10 +126,23 @@ struct MedianInterval {
 inline constexpr double z_final = 1.96;
 inline constexpr double z_during = 3.29;
 
+// The two-sided z for 95 % over `comparisons` intervals at once
+// (Bonferroni): the final choice compares every candidate with the
+// favourite, and with many candidates one of them would beat a tie by luck.
+inline double z_for_comparisons(std::size_t comparisons) {
+    const double alpha = 0.05 / static_cast<double>(std::max<std::size_t>(1, comparisons));
+    double lo = 0.0, hi = 10.0;  // erfc(z / sqrt 2) falls from 1 to ~0 on [0, 10]
+    for (int i = 0; i < 60; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        (std::erfc(mid / std::numbers::sqrt2) > alpha ? lo : hi) = mid;
+    }
+    return hi;
+}
+
 // The median and its distribution-free confidence interval: order
 // statistics j = n/2 - z sqrt(n)/2 and n - j + 1 (the normal approximation
 // to the binomial). No conclusion (0, inf) while j < 1, that is from fewer
-// than 8 samples at 95 %, 14 at 99.9 %.
+// than 8 samples at 95 % and 15 at 99.9 %.
 inline MedianInterval median_interval(std::vector<double> v, double z = z_final) {
     MedianInterval m;
     if (v.empty()) return m;
@@ -190,7 +214,7 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
     for (std::uint32_t w = 0; w < options.warmup; ++w)
         for (std::size_t i = 0; i < n; ++i) (void)measure(i);
 
-    // What one round costs: the last round's time, or the model's guess before any.
+    // What one round may cost: the slowest so far, or the models' guess before any.
     double round_ns = 0.0;
     for (const TuneCandidate& c : candidates) round_ns += c.model_ns;
     const auto leader = [&] {
@@ -215,7 +239,7 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
             const std::size_t i = (k + round) % n;
             if (alive[i]) out.timings[i].samples_ns.push_back(measure(i));
         }
-        round_ns = source.now_ns() - round_start;
+        round_ns = std::max(out.rounds == 0 ? 0.0 : round_ns, source.now_ns() - round_start);
         out.rounds = round + 1;
         if (out.rounds < options.min_rounds) continue;
 
@@ -235,12 +259,14 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
         }
         if (others == 0) {
             if (lead == options.favourite) {
-                out.stopped_because = "every other candidate is slower than the favourite beyond the noise";
+                out.stopped_because = "every other candidate is slower than the favourite, or as fast within " +
+                                      detail_tune::number(options.equivalence * 100.0) + " %, beyond the noise";
                 break;
             }
             const auto r =
                 median_interval(paired_ratios(out.timings[lead], out.timings[options.favourite]), detail_tune::z_during);
-            if (r.high < 1.0) {
+            // The final choice's own test, with the stricter z: a stop here is a switch there.
+            if (r.high < 1.0 - options.equivalence) {
                 out.stopped_because = "one candidate is left, faster than the favourite beyond the noise";
                 break;
             }
@@ -253,6 +279,8 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
     }
 
     const CandidateTiming& fav = out.timings[options.favourite];
+    const double z = detail_tune::z_for_comparisons(n - 1);
+    out.conclusive = n == 1 || std::floor(out.rounds / 2.0 - z / 2.0 * std::sqrt(static_cast<double>(out.rounds))) >= 1.0;
     for (std::size_t i = 0; i < n; ++i) {
         CandidateTiming& t = out.timings[i];
         if (t.samples_ns.empty()) continue;
@@ -261,7 +289,7 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
                                                     detail_tune::quantile(t.samples_ns, 0.25)) / t.median_ns
                                          : 0.0;
         if (i != options.favourite) {
-            const auto r = median_interval(paired_ratios(t, fav));
+            const auto r = median_interval(paired_ratios(t, fav), z);
             t.ratio = r.median;
             t.ratio_low = r.low;
             t.ratio_high = r.high;
@@ -271,9 +299,10 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
         const CandidateTiming& t = out.timings[i];
         if (t.samples_ns.empty()) continue;
         if (out.timings[out.fastest].samples_ns.empty() || t.median_ns < out.timings[out.fastest].median_ns) out.fastest = i;
-        // Faster than the favourite beyond the noise, and the fastest such
-        // by the paired ratio, which drift between rounds does not bend.
-        if (i != options.favourite && t.ratio_high < 1.0 &&
+        // Faster than the favourite by more than `equivalence`, beyond the
+        // noise, and the fastest such by the paired ratio, which drift
+        // between rounds does not bend.
+        if (i != options.favourite && t.ratio_high < 1.0 - options.equivalence &&
             (out.winner == options.favourite || t.ratio < out.timings[out.winner].ratio))
             out.winner = i;
     }

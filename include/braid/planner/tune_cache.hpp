@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <string>
 #include <system_error>
 
@@ -82,14 +83,23 @@ inline std::filesystem::path store_tuned_plan(const std::filesystem::path& dir, 
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw Error("cannot create the tuning cache folder " + dir.string() + ": " + ec.message());
-    const std::filesystem::path tmp = path.string() + ".tmp";
+    // A name of its own, so that two runs storing at once do not mix their bytes.
+    const std::filesystem::path tmp = path.string() + ".tmp" + std::to_string(std::random_device{}());
     {
         std::ofstream f(tmp);
         f << to_json(plan, graph).dump(2) << '\n';
-        if (!f) throw Error("cannot write " + tmp.string());
+        f.close();
+        if (!f) {
+            std::filesystem::remove(tmp, ec);
+            throw Error("cannot write " + tmp.string());
+        }
     }
     std::filesystem::rename(tmp, path, ec);
-    if (ec) throw Error("cannot move " + tmp.string() + " to " + path.string() + ": " + ec.message());
+    if (ec) {
+        const std::string why = ec.message();
+        std::filesystem::remove(tmp, ec);
+        throw Error("cannot move " + tmp.string() + " to " + path.string() + ": " + why);
+    }
     return path;
 }
 
