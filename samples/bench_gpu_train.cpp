@@ -27,6 +27,7 @@
 #include "braid/cuda/device.hpp"
 #include "braid/model/device_table.hpp"
 #include "braid/model/estimate.hpp"
+#include "braid/planner/calibration_table.hpp"
 #include "braid/planner/make_plan.hpp"
 #include "braid/planner/strategies/serial.hpp"
 #include "cuda/cuda_model.hpp"
@@ -148,6 +149,7 @@ braid::Plan tune_net(const Options& o, const TrainingGraph& tg, const braid::Dev
     request.budget_s = o.tune_budget_s;
     request.max_streams = 16;
     request.mode = braid::LaunchMode::graph;
+    request.calibration = braid::builtin_calibration(device);
     CudaRunOptions run;
     run.graph_mode = true;
     CudaTrainerTiming source(tg, run);
@@ -192,14 +194,18 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
         device = braid::find_device("h200");
         fmt::print("{}: the live device gave no DeviceSpec ({}); planning for {}\n", net, e.what(), device.key);
     }
-    const braid::OpCosts costs = braid::estimate_costs(device, op_estimates(tg));
+    const std::optional<braid::Calibration> calibration = braid::builtin_calibration(device);
+    const PlanningModel model = planning_model(tg, device, calibration, braid::LaunchMode::graph);
+    const braid::OpCosts& costs = model.costs;
     const std::string prefix = fmt::format("train_{}_b{}", net, batch);
+    fmt::print("{}: planned with {}\n", prefix, braid::describe_calibration(calibration, ""));
 
     braid::PlanOptions nimble_options;
     nimble_options.strategy = "nimble";
     braid::PlanOptions braid_options;
     braid_options.strategy = "braid";
     braid_options.mode = braid::LaunchMode::graph;
+    braid_options.sim = model.sim;
     const braid::Plan serial = braid::strategy::serial(tg.graph, device.key);
     const braid::Plan nimble = braid::make_plan(tg.graph, device, costs, nimble_options);
     const braid::Plan braid_plan = braid::make_plan(tg.graph, device, costs, braid_options);

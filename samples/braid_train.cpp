@@ -31,6 +31,7 @@
 #include "braid/model/device_table.hpp"
 #include "braid/model/estimate.hpp"
 #include "braid/plan/plan_json.hpp"
+#include "braid/planner/calibration_table.hpp"
 #include "braid/planner/make_plan.hpp"
 #include "braid/planner/tune_cache.hpp"
 #include "caffe/prototxt.hpp"
@@ -62,6 +63,7 @@ struct Options {
     std::string strategy = "serial";
     std::string mode;  // empty: graph where CUDA graphs exist (--backend cuda), else eager
     std::string device = "h200";
+    std::string calibration;  // "": built-in for the device; "none"; or a file
     std::uint32_t max_streams = 8;
     bool deterministic = false;  // cuda: deterministic cuDNN algorithms without --check too
     bool no_tf32 = false;        // cuda: FP32 convolutions and GEMMs
@@ -154,16 +156,27 @@ private:
     Clock::time_point last_;
 };
 
-// The plan the executor runs: a strategy's, made from roofline estimates of
-// the graph's kernels on `device`, or one loaded from a file.
-braid::Plan make_training_plan(const Options& o, const TrainingGraph& tg, const braid::DeviceSpec& device) {
+// The calibration plans are made with (--calibration), saying which on stdout.
+std::optional<braid::Calibration> training_calibration(const Options& o, const braid::DeviceSpec& device) {
+    std::vector<std::string> warnings;
+    std::optional<braid::Calibration> c = braid::select_calibration(o.calibration, device, warnings);
+    for (const std::string& w : warnings) fmt::print(stderr, "warning: {}\n", w);
+    return c;
+}
+
+// The plan the executor runs: a strategy's, made from the estimates of the
+// graph's kernels on `device` (calibrated when a calibration applies), or
+// one loaded from a file.
+braid::Plan make_training_plan(const Options& o, const TrainingGraph& tg, const braid::DeviceSpec& device,
+                               const std::optional<braid::Calibration>& calibration) {
     if (std::filesystem::path(o.strategy).extension() == ".json") return braid::load_plan(o.strategy, tg.graph);
-    const braid::OpCosts costs = braid::estimate_costs(device, op_estimates(tg));
     braid::PlanOptions options;
     options.strategy = o.strategy;
     options.max_streams = o.max_streams;
     options.mode = o.mode == "graph" ? braid::LaunchMode::graph : braid::LaunchMode::eager;
-    return braid::make_plan(tg.graph, device, costs, options);
+    PlanningModel model = planning_model(tg, device, calibration, options.mode);
+    options.sim = model.sim;
+    return braid::make_plan(tg.graph, device, model.costs, options);
 }
 
 std::vector<braid::Executor<braid::HostBackend>::Body> host_bodies(const HostModel& model) {
@@ -177,7 +190,7 @@ std::vector<braid::Executor<braid::HostBackend>::Body> host_bodies(const HostMod
 // interleaved where the run trains (a model of their own, so the training
 // run still starts from the initial weights), or the cached winner.
 braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const braid::DeviceSpec& device,
-                                const std::string& label) {
+                                const std::optional<braid::Calibration>& calibration, const std::string& label) {
     // What the cache must match besides the machine: the net as sized here,
     // and the settings that change its kernels or its plans.
     std::string settings = fmt::format("{}; at most {} streams; planned for {}", label, o.max_streams, device.key);
@@ -190,6 +203,7 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
     request.budget_s = o.tune_budget_s;
     request.max_streams = o.max_streams;
     request.mode = o.mode == "graph" ? braid::LaunchMode::graph : braid::LaunchMode::eager;
+    request.calibration = calibration;
     if (!o.no_tune_cache) request.cache_dir = o.tune_cache;
     const auto log = [](const std::string& line) {
         fmt::print("tune: {}\n", line);
@@ -270,7 +284,11 @@ int train(const Options& o) {
     std::fflush(stdout);
 
     const braid::DeviceSpec device = braid::load_device(o.device);
-    const braid::Plan plan = o.tune ? tuned_training_plan(o, tg, device, label) : make_training_plan(o, tg, device);
+    const std::optional<braid::Calibration> calibration = training_calibration(o, device);
+    if (o.tune || o.strategy == "braid" || o.strategy == "glp4nn")  // the strategies that plan on the model
+        fmt::print("planned with {}\n", braid::describe_calibration(calibration, o.calibration));
+    const braid::Plan plan = o.tune ? tuned_training_plan(o, tg, device, calibration, label)
+                                    : make_training_plan(o, tg, device, calibration);
     if (!o.plan_out.empty()) {
         std::ofstream f(o.plan_out);
         f << braid::to_json(plan, tg.graph).dump(2) << '\n';
@@ -393,6 +411,7 @@ int main(int argc, char** argv) {
     app.add_option("--device", o.device,
                    std::string(braid::cli::device_help) + "; the plan and --summary's estimate are made for it")
         ->capture_default_str();
+    app.add_option("--calibration", o.calibration, std::string(braid::cli::calibration_help));
     app.add_option("--backend", o.backend, "where the layers run")
         ->check(CLI::IsMember({"host", "cuda"}))
         ->capture_default_str();

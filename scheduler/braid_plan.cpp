@@ -16,6 +16,7 @@
 
 #include "braid/braid.hpp"
 #include "braid/profiler/costs.hpp"
+#include "braid/planner/calibration_table.hpp"
 #include "braid/profiler/profile_json.hpp"
 #include "caffe/prototxt.hpp"
 #include "nets/zoo.hpp"
@@ -36,6 +37,7 @@ struct Options {
     braid::samples::PrototxtOptions prototxt_options;  // what the command line sets over the prototxt
     std::string device;
     std::string device_json;
+    std::string calibration;  // "": built-in for the device; "none"; or a file
     std::string strategy = "braid";
     std::uint32_t max_streams = 16;
     std::string mode = braid::cli::default_mode;
@@ -52,6 +54,8 @@ struct Problem {
     std::optional<braid::OpGraph> profiled;                 // or the graph embedded in a profile
     braid::OpCosts costs;
     braid::DeviceSpec device;
+    std::optional<braid::Calibration> calibration;
+    std::string calibration_text;  // for the report
     std::string what;       // "googlenet, batch 32, 224x224, 1000 classes"
     std::string cost_source;  // "roofline estimate" or "profile <file>"
     std::vector<std::string> warnings;
@@ -67,6 +71,15 @@ braid::DeviceSpec pick_device(const Options& o, const braid::DeviceSpec* from_pr
     return braid::find_device("h200");
 }
 
+braid::LaunchMode launch_mode(const Options& o) {
+    return o.mode == "eager" ? braid::LaunchMode::eager : braid::LaunchMode::graph;
+}
+
+void pick_calibration(const Options& o, Problem& p) {
+    p.calibration = braid::select_calibration(o.calibration, p.device, p.warnings);
+    p.calibration_text = braid::describe_calibration(p.calibration, o.calibration);
+}
+
 Problem load_problem(const Options& o) {
     Problem p;
     if (!o.profile.empty()) {
@@ -78,7 +91,9 @@ Problem load_problem(const Options& o) {
         p.device = pick_device(o, &prof.device);
         const std::string warning = braid::profile_device_warning(prof, p.device);
         if (!warning.empty()) p.warnings.push_back(warning);
+        pick_calibration(o, p);
         p.costs = braid::costs_from_profile(prof, *p.profiled, p.device);
+        if (p.calibration) p.costs = braid::calibrated_costs(std::move(p.costs), *p.calibration, launch_mode(o));
         p.what = "profiled '" + prof.run.network + "' (" + std::to_string(p.profiled->op_count()) + " ops)";
         p.cost_source = "profile " + o.profile + (prof.durations_only ? " (durations only)" : "");
         return p;
@@ -103,8 +118,11 @@ Problem load_problem(const Options& o) {
                              o.width_scale != 1.0 ? fmt::format(", width x{}", o.width_scale) : "");
     }
     p.device = pick_device(o, nullptr);
-    p.costs = braid::estimate_costs(p.device, braid::samples::op_estimates(*p.training));
-    p.cost_source = "roofline estimate";
+    pick_calibration(o, p);
+    const std::vector<braid::OpEstimate> estimates = braid::samples::op_estimates(*p.training);
+    p.costs = p.calibration ? braid::calibrated_costs(p.device, estimates, *p.calibration, launch_mode(o))
+                            : braid::estimate_costs(p.device, estimates);
+    p.cost_source = p.calibration && p.calibration->estimate.fitted() ? "calibrated estimate" : "roofline estimate";
     return p;
 }
 
@@ -134,7 +152,8 @@ int run(const Options& o) {
     const braid::OpGraph& g = p.graph();
     braid::ComparisonOptions co;
     co.max_streams = o.max_streams;
-    co.mode = o.mode == "eager" ? braid::sim::LaunchMode::eager : braid::sim::LaunchMode::graph;
+    co.mode = launch_mode(o);
+    if (p.calibration) co.sim = p.calibration->sim;
     const braid::Comparison cmp = braid::compare_strategies(g, p.device, p.costs, co);
     const braid::StrategyRow& chosen = cmp.row(o.strategy);
 
@@ -168,6 +187,7 @@ int run(const Options& o) {
             {"strategies", rows},
             {"input", p.what},
             {"costs", p.cost_source},
+            {"calibration", p.calibration_text},
             {"device", p.device.key},
             {"mode", o.mode},
             {"ops", g.op_count()},
@@ -187,7 +207,7 @@ int run(const Options& o) {
 
     for (const std::string& w : p.warnings) fmt::print(stderr, "warning: {}\n", w);
     for (const std::string& n : p.notes) fmt::print(stderr, "note: {}\n", n);
-    fmt::print("braid-plan: {} on {} ({})\n", p.what, p.device.name, p.cost_source);
+    fmt::print("braid-plan: {} on {} ({}, {})\n", p.what, p.device.name, p.cost_source, p.calibration_text);
     fmt::print("  {} ops, {} edges; lower bound {:.3f} ms (critical path {:.3f} ms, SM area {:.3f} ms)\n", g.op_count(),
                g.edge_count(), cmp.bound.bound_ns / 1e6, cmp.bound.critical_path_ns / 1e6, cmp.bound.area_ns / 1e6);
     fmt::print("  serial baseline: {:.3f} ms launched eagerly, {:.3f} ms as one CUDA graph\n\n", cmp.serial_eager_ns / 1e6,
@@ -208,8 +228,11 @@ int run(const Options& o) {
                    r.streams, r.waits, r.lb_ratio, 100.0 * r.mean_busy_sm_fraction,
                    r.name == o.strategy ? "  <- written" : "");
     }
-    fmt::print("\n  Predicted by braid's GPU simulator for the {} from {} costs.\n", p.device.key,
-               p.cost_source == "roofline estimate" ? "roofline-estimated" : "measured (" + p.cost_source + ")");
+    fmt::print("\n  Predicted by braid's GPU simulator for the {} from {} costs ({}).\n", p.device.key,
+               p.cost_source == "roofline estimate"     ? "roofline-estimated"
+               : p.cost_source == "calibrated estimate" ? "estimated, calibrated"
+                                                        : "measured (" + p.cost_source + ")",
+               p.calibration_text);
     fmt::print("  vs serial: the serial plan's time in {} mode divided by the row's.{}\n", o.mode,
                graph_column          ? "\n  vs serial graph: the serial plan replayed as one CUDA graph, divided by the row's."
                : o.mode == "eager" ? "\n  (Serial takes as long replayed as one CUDA graph here, so no column for that.)"
@@ -264,6 +287,8 @@ int main(int argc, char** argv) {
     CLI::Option* device = app.add_option("--device", o.device, std::string(braid::cli::device_help) +
                                                                   "; default: the profile's, else h200");
     braid::cli::add_deprecated(app, "--device-json", o.device_json, "--device FILE", device);
+    app.add_option("--calibration", o.calibration,
+                   std::string(braid::cli::calibration_help));
     app.add_option("--strategy", o.strategy, "whose plan to write: serial, glp4nn, nimble or braid")->capture_default_str();
     app.add_option("--max-streams", o.max_streams, "streams glp4nn and braid may use")
         ->check(CLI::Range(1u, 128u))

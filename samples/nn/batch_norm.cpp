@@ -42,12 +42,12 @@ std::vector<braid::KernelEstimate> BatchNorm2d::kernels(Pass p, const EstimateOp
         // After PyTorch's native CUDA batch norm for NCHW: a per-channel
         // statistics kernel (one block per channel), then an elementwise pass.
         case Pass::forward:
-            return {row_reduction_kernel("bn_forward_statistics", in.c, 3.0 * e, t + 4 * c),
-                    elementwise_kernel("bn_forward_normalize", in.elements(), 5.0 * e, 2 * t + 2 * c)};
+            return {row_reduction_kernel("bn_forward_statistics", in.c, 3.0 * e, t + 4 * c, braid::KernelClass::normalization),
+                    elementwise_kernel("bn_forward_normalize", in.elements(), 5.0 * e, 2 * t + 2 * c, braid::KernelClass::normalization)};
         case Pass::backward_data:
-            return {row_reduction_kernel("bn_backward_reduce", in.c, 4.0 * e, 2 * t + 2 * c),
-                    elementwise_kernel("bn_backward_data", in.elements(), 5.0 * e, 3 * t + c)};
-        case Pass::backward_weight: return {row_reduction_kernel("bn_backward_reduce", in.c, 4.0 * e, 2 * t + 4 * c)};
+            return {row_reduction_kernel("bn_backward_reduce", in.c, 4.0 * e, 2 * t + 2 * c, braid::KernelClass::normalization),
+                    elementwise_kernel("bn_backward_data", in.elements(), 5.0 * e, 3 * t + c, braid::KernelClass::normalization)};
+        case Pass::backward_weight: return {row_reduction_kernel("bn_backward_reduce", in.c, 4.0 * e, 2 * t + 4 * c, braid::KernelClass::normalization)};
         case Pass::update: return sgd_kernels(2ull * in.c);
     }
     return {};

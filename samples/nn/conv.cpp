@@ -72,7 +72,7 @@ std::vector<braid::KernelEstimate> Conv2d::kernels(Pass p, const EstimateOptions
             const double bias_bytes = config.bias ? float_bytes(out.elements()) * 2 : 0.0;
             append(gemm_kernels("implicit_gemm_fprop", {out.n * out.plane_elements(), k_group, c_group * taps, g},
                                 work_of_pass.dram_bytes - (config.bias ? float_bytes(config.out_channels) : 0.0),
-                                options.gemm_math, false));
+                                options.gemm_math, false, braid::KernelClass::conv_forward));
             if (config.bias)
                 out_kernels.push_back(elementwise_kernel("add_bias", out.elements(), static_cast<double>(out.elements()),
                                                          bias_bytes + float_bytes(config.out_channels)));
@@ -80,13 +80,13 @@ std::vector<braid::KernelEstimate> Conv2d::kernels(Pass p, const EstimateOptions
         }
         case Pass::backward_data:
             append(gemm_kernels("implicit_gemm_dgrad", {in.n * in.plane_elements(), c_group, k_group * taps, g},
-                                work_of_pass.dram_bytes, options.gemm_math, false));
+                                work_of_pass.dram_bytes, options.gemm_math, false, braid::KernelClass::conv_backward_data));
             break;
         case Pass::backward_weight:
             append(gemm_kernels("implicit_gemm_wgrad", {k_group, c_group * taps, out.n * out.plane_elements(), g},
                                 float_bytes(in.elements()) + float_bytes(out.elements()) +
                                     float_bytes(weight_elements()),
-                                options.gemm_math, true));
+                                options.gemm_math, true, braid::KernelClass::conv_backward_weight));
             if (config.bias)
                 out_kernels.push_back(row_reduction_kernel("bias_grad", config.out_channels,
                                                            static_cast<double>(out.elements()),

@@ -44,16 +44,16 @@ std::vector<braid::KernelEstimate> FullyConnected::kernels(Pass p, const Estimat
     // cuBLAS GEMMs with the batch as the GEMM's m (grid x).
     switch (p) {
         case Pass::forward:
-            append(gemm_kernels("gemm_fc_forward", {n, k_out, k_in, 1}, x + w + y, options.gemm_math, false));
+            append(gemm_kernels("gemm_fc_forward", {n, k_out, k_in, 1}, x + w + y, options.gemm_math, false, braid::KernelClass::gemm));
             if (config.bias)
                 ks.push_back(elementwise_kernel("add_bias", out.elements(), static_cast<double>(out.elements()),
                                                 2 * y + float_bytes(k_out)));
             break;
         case Pass::backward_data:
-            append(gemm_kernels("gemm_fc_backward_data", {n, k_in, k_out, 1}, x + w + y, options.gemm_math, false));
+            append(gemm_kernels("gemm_fc_backward_data", {n, k_in, k_out, 1}, x + w + y, options.gemm_math, false, braid::KernelClass::gemm));
             break;
         case Pass::backward_weight:
-            append(gemm_kernels("gemm_fc_backward_weight", {k_out, k_in, n, 1}, x + w + y, options.gemm_math, true));
+            append(gemm_kernels("gemm_fc_backward_weight", {k_out, k_in, n, 1}, x + w + y, options.gemm_math, true, braid::KernelClass::gemm));
             if (config.bias)
                 ks.push_back(row_reduction_kernel("bias_grad", k_out, static_cast<double>(out.elements()),
                                                   y + float_bytes(k_out)));

@@ -59,7 +59,7 @@ GemmTile choose_gemm_tile(const GemmProblem& p, braid::MathMode math) {
 }
 
 std::vector<braid::KernelEstimate> gemm_kernels(const std::string& name, const GemmProblem& p, double dram_bytes,
-                                                braid::MathMode math, bool allow_split_k) {
+                                                braid::MathMode math, bool allow_split_k, braid::KernelClass kind) {
     const GemmTile t = choose_gemm_tile(p, math);
     const std::uint32_t tiles_m = ceil_div_u32(p.m, t.m), tiles_n = ceil_div_u32(p.n, t.n);
     const std::uint64_t tiles = std::uint64_t{tiles_m} * tiles_n * p.batch;
@@ -90,16 +90,17 @@ std::vector<braid::KernelEstimate> gemm_kernels(const std::string& name, const G
     main.flops = flops;
     main.dram_bytes = dram_bytes + (split > 1 ? float_bytes(static_cast<std::uint64_t>(outputs)) * (split - 1) : 0.0);
     main.math = math;
+    main.kind = kind;
 
     std::vector<braid::KernelEstimate> out{main};
     if (split > 1)
         out.push_back(elementwise_kernel(name + "_splitk_reduce", static_cast<std::uint64_t>(outputs),
-                                         outputs * (split - 1), outputs * 4.0 * (split + 1)));
+                                         outputs * (split - 1), outputs * 4.0 * (split + 1), braid::KernelClass::reduction));
     return out;
 }
 
 braid::KernelEstimate elementwise_kernel(const std::string& name, std::uint64_t elements, double flops,
-                                         double dram_bytes, std::uint32_t elements_per_thread) {
+                                         double dram_bytes, braid::KernelClass kind, std::uint32_t elements_per_thread) {
     const std::uint64_t per_block = std::uint64_t{256} * std::max<std::uint32_t>(1, elements_per_thread);
     braid::KernelEstimate k;
     k.shape.name = name;
@@ -109,11 +110,12 @@ braid::KernelEstimate elementwise_kernel(const std::string& name, std::uint64_t 
     k.flops = flops;
     k.dram_bytes = dram_bytes;
     k.math = braid::MathMode::fp32;
+    k.kind = kind;
     return k;
 }
 
 braid::KernelEstimate row_reduction_kernel(const std::string& name, std::uint64_t rows, double flops,
-                                           double dram_bytes) {
+                                           double dram_bytes, braid::KernelClass kind) {
     braid::KernelEstimate k;
     k.shape.name = name;
     k.shape.grid = {std::max<std::uint32_t>(1, ceil_div_u32(rows, 1)), 1, 1};
@@ -123,6 +125,7 @@ braid::KernelEstimate row_reduction_kernel(const std::string& name, std::uint64_
     k.flops = flops;
     k.dram_bytes = dram_bytes;
     k.math = braid::MathMode::fp32;
+    k.kind = kind;
     return k;
 }
 

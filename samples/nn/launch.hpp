@@ -42,17 +42,19 @@ GemmTile choose_gemm_tile(const GemmProblem& p, braid::MathMode math);
 // cuDNN weight-gradient and cuBLAS kernels do: partial products are summed
 // by a second kernel in a fixed order, never with atomics).
 // `dram_bytes`: the operands' and result's bytes, moved once.
+// `kind` classes the GEMM kernel; a split-K reduction is a reduction.
 std::vector<braid::KernelEstimate> gemm_kernels(const std::string& name, const GemmProblem& p, double dram_bytes,
-                                                braid::MathMode math, bool allow_split_k);
+                                                braid::MathMode math, bool allow_split_k, braid::KernelClass kind);
 
 // One thread per `elements_per_thread` elements, 256-thread blocks.
 braid::KernelEstimate elementwise_kernel(const std::string& name, std::uint64_t elements, double flops,
-                                         double dram_bytes, std::uint32_t elements_per_thread = 4);
+                                         double dram_bytes, braid::KernelClass kind = braid::KernelClass::elementwise,
+                                         std::uint32_t elements_per_thread = 4);
 
 // One 512-thread block per row (a channel for batch-norm statistics, an
 // image for softmax), reducing the row in shared memory.
 braid::KernelEstimate row_reduction_kernel(const std::string& name, std::uint64_t rows, double flops,
-                                           double dram_bytes);
+                                           double dram_bytes, braid::KernelClass kind = braid::KernelClass::reduction);
 
 // Bytes of `elements` floats.
 constexpr double float_bytes(std::uint64_t elements) { return static_cast<double>(elements) * 4.0; }

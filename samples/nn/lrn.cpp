@@ -24,7 +24,7 @@ std::vector<braid::KernelEstimate> Lrn::kernels(Pass p, const EstimateOptions&) 
     if (!has_pass(p)) return {};
     const PassWork w = work(p);
     return {elementwise_kernel(p == Pass::forward ? "lrn_cross_channel_forward" : "lrn_cross_channel_backward",
-                               in.elements(), w.flops, w.dram_bytes, 1)};
+                               in.elements(), w.flops, w.dram_bytes, braid::KernelClass::normalization, 1)};
 }
 
 namespace {

@@ -61,8 +61,9 @@ std::vector<braid::KernelEstimate> Pool2d::kernels(Pass p, const EstimateOptions
     const std::string mode = config.mode == PoolMode::max ? "max" : "avg";
     // One thread per output (forward) or per input element (backward,
     // gathering from the windows that cover it), as cuDNN and PyTorch do.
-    if (p == Pass::forward) return {elementwise_kernel(mode + "_pool_forward", out.elements(), w.flops, w.dram_bytes, 1)};
-    return {elementwise_kernel(mode + "_pool_backward", in.elements(), w.flops, w.dram_bytes, 1)};
+    if (p == Pass::forward) return {elementwise_kernel(mode + "_pool_forward", out.elements(), w.flops, w.dram_bytes,
+                                                  braid::KernelClass::pooling_forward, 1)};
+    return {elementwise_kernel(mode + "_pool_backward", in.elements(), w.flops, w.dram_bytes, braid::KernelClass::pooling_backward, 1)};
 }
 
 namespace {

@@ -23,7 +23,7 @@ PassWork sgd_work(std::uint64_t parameters) {
 
 std::vector<braid::KernelEstimate> sgd_kernels(std::uint64_t parameters) {
     const PassWork w = sgd_work(parameters);
-    return {elementwise_kernel("sgd_momentum_update", parameters, w.flops, w.dram_bytes)};
+    return {elementwise_kernel("sgd_momentum_update", parameters, w.flops, w.dram_bytes, braid::KernelClass::optimizer)};
 }
 
 template void sgd_momentum_update<float>(const SgdConfig&, float*, const float*, float*, std::uint64_t, bool);

@@ -29,9 +29,9 @@ std::vector<braid::OpEstimate> op_estimates(const TrainingGraph& tg, const Estim
             case OpRole::data:
                 // ~25 operations per pixel for the hashes and the pattern mix.
                 e.kernels = {elementwise_kernel("synthetic_data", images.elements(), 25.0 * static_cast<double>(images.elements()),
-                                                float_bytes(images.elements()) + float_bytes(images.n))};
+                                                float_bytes(images.elements()) + float_bytes(images.n), braid::KernelClass::data)};
                 break;
-            case OpRole::advance_step: e.kernels = {elementwise_kernel("advance_step", 1, 1.0, 16.0)}; break;
+            case OpRole::advance_step: e.kernels = {elementwise_kernel("advance_step", 1, 1.0, 16.0, braid::KernelClass::data)}; break;
             case OpRole::gradient_sum: {
                 const GradientSum& s = tg.gradient_sums.at(*info.gradient_sum);
                 e.kernels = gradient_sum_kernels(tg.network.tensor(s.tensor).shape, s.partials.size());
@@ -46,6 +46,13 @@ std::vector<braid::OpEstimate> op_estimates(const TrainingGraph& tg, const Estim
             throw braid::ModelError("op '" + tg.graph.op(static_cast<OpId>(i)).name + "' has no kernel estimate");
     }
     return out;
+}
+
+PlanningModel planning_model(const TrainingGraph& tg, const braid::DeviceSpec& device,
+                             const std::optional<braid::Calibration>& calibration, braid::LaunchMode mode) {
+    const std::vector<braid::OpEstimate> estimates = op_estimates(tg);
+    if (!calibration) return {braid::estimate_costs(device, estimates), {}};
+    return {braid::calibrated_costs(device, estimates, *calibration, mode), calibration->sim};
 }
 
 }  // namespace braid::samples

@@ -20,6 +20,7 @@
 
 #include "braid/graph/op_graph.hpp"
 #include "braid/model/estimate.hpp"
+#include "braid/planner/calibration.hpp"
 #include "nets/zoo.hpp"
 #include "nn/sgd.hpp"
 
@@ -131,5 +132,15 @@ TensorView<float> tensor_view(const TrainingGraph& tg, BufferId buffer, std::byt
 // Kernel estimates of every op (indexed by OpId), for
 // braid::estimate_costs(device, estimates).
 std::vector<braid::OpEstimate> op_estimates(const TrainingGraph& tg, const EstimateOptions& options = {});
+
+// What a plan of `tg` for `device` is made with: the estimated costs and the
+// simulator's constants, calibrated when `calibration` is given (as a real
+// iteration in `mode` would see them), roofline and defaults otherwise.
+struct PlanningModel {
+    braid::OpCosts costs;
+    braid::sim::Params sim;
+};
+PlanningModel planning_model(const TrainingGraph& tg, const braid::DeviceSpec& device,
+                             const std::optional<braid::Calibration>& calibration, braid::LaunchMode mode);
 
 }  // namespace braid::samples

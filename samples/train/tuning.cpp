@@ -22,12 +22,13 @@ TuningOutcome tune_training_plan(const TrainingGraph& tg, const braid::DeviceSpe
             return out;
         }
     }
-    const braid::OpCosts costs = braid::estimate_costs(device, op_estimates(tg));
+    const PlanningModel model = planning_model(tg, device, request.calibration, request.mode);
     braid::strategy::BraidOptions bo;
     bo.max_streams = request.max_streams;
     bo.mode = request.mode;
+    bo.sim = model.sim;
     bo.complete_top = request.top;
-    const braid::strategy::BraidResult planned = braid::strategy::braid_plan(tg.graph, device, costs, bo);
+    const braid::strategy::BraidResult planned = braid::strategy::braid_plan(tg.graph, device, model.costs, bo);
     out.candidates = braid::tune_candidates(planned, request.top);
     log(fmt::format("measuring {} candidate plans on {} (budget {:g} s)", out.candidates.size(), on.describe(),
                     request.budget_s));

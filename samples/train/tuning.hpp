@@ -24,6 +24,7 @@ struct TuningRequest {
     double budget_s = 60.0;            // for the measurements (braid::TuneOptions::budget_s)
     std::uint32_t max_streams = 8;
     braid::LaunchMode mode = braid::LaunchMode::graph;
+    std::optional<braid::Calibration> calibration;  // what the candidates are planned with
     std::filesystem::path cache_dir;   // empty: neither read nor write the cache
 };
 
@@ -36,7 +37,7 @@ struct TuningOutcome {
 
 // The plan for `tg` on the machine `on` describes: the cached one when it
 // was measured there, else braid's candidates (planned for `device` from
-// roofline estimates) tuned on `source`. Says what it does on `log`, one
+// estimates, calibrated when the request has a calibration) tuned on `source`. Says what it does on `log`, one
 // line at a time.
 TuningOutcome tune_training_plan(const TrainingGraph& tg, const braid::DeviceSpec& device, const braid::MeasuredOn& on,
                                  braid::TimingSource& source, const TuningRequest& request,

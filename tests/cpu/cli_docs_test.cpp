@@ -82,6 +82,9 @@ const std::map<std::string, std::string>& tools() {
 #ifdef BRAID_DEVICES_PATH
         {"braid-devices", BRAID_DEVICES_PATH},
 #endif
+#ifdef BRAID_CALIBRATE_PATH
+        {"braid-calibrate", BRAID_CALIBRATE_PATH},
+#endif
     };
     return t;
 }
@@ -90,7 +93,7 @@ const std::map<std::string, std::string>& tools() {
 
 TEST_CASE("every tool's --help lists exactly its options in docs/cli.md") {
     const auto docs = documented();
-    REQUIRE(docs.size() == 4);
+    REQUIRE(docs.size() == 5);
     REQUIRE(!tools().empty());
     for (const auto& [name, path] : tools()) {
         CAPTURE(name);

@@ -139,10 +139,17 @@ TEST_CASE("braid-plan writes the strategy asked for, and the table names the fil
     CHECK(p.strategy == "nimble");
     CHECK(first_violation(p, tg.graph) == "");
     // The table explains itself: what every column means and where the numbers come from.
-    CHECK(r.output.find("Predicted by braid's GPU simulator for the h200 from roofline-estimated costs.") != std::string::npos);
+    CHECK(r.output.find("Predicted by braid's GPU simulator for the h200 from estimated, calibrated costs (built-in "
+                        "calibration for h200).") != std::string::npos);
     CHECK(r.output.find("vs serial: the serial plan's time in eager mode divided by the row's.") != std::string::npos);
     CHECK(r.output.find("/ lower bnd: the row's time over the lower bound") != std::string::npos);
     CHECK(r.output.find("waits: cross-stream event waits in the plan.") != std::string::npos);
+
+    // --calibration none: the roofline, said so.
+    const Run raw = run_tool("--net googlenet --batch 4 --image 96 --classes 10 --no-aux --calibration none --out " +
+                             dir.string());
+    REQUIRE_MESSAGE(raw.status == 0, raw.output);
+    CHECK(raw.output.find("from roofline-estimated costs (no calibration).") != std::string::npos);
 
     // In graph mode "vs serial" already is against the serial graph: no second column.
     const Run g = run_tool("--net googlenet --batch 4 --image 96 --classes 10 --no-aux --out " + dir.string());

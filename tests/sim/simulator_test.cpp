@@ -483,3 +483,83 @@ TEST_CASE("simulate_within gives up only on iterations sure to end after the lim
         CHECK(events < full.block_events);
     }
 }
+
+// ---------------------------------------------------------------- calibrated effects
+
+TEST_CASE("co-running kernels slow each other once they press more than the GPU holds") {
+    const DeviceSpec& dev = h200();
+    const auto sms = static_cast<std::uint32_t>(dev.sm_count);
+    const double d = 40000;
+    // 256-thread blocks fit 8 to an SM: one block per SM is a kernel's whole
+    // first wave, so each of these presses exactly 1 (a full GPU's worth).
+    const KernelCost wide = kernel_cost("wide", sms, 256, 32, d);
+    for (const double slowdown : {0.0, 0.5, 1.0}) {
+        CAPTURE(slowdown);
+        Params params = no_latency();
+        params.corun_slowdown = slowdown;
+        ProgramBuilder b({0, 0});
+        b.launch(0, wide);
+        b.launch(1, wide);
+        const Result r = simulate(dev, b.p, params);
+        // Both run at once, each at 1 / (1 + slowdown x (2 - 1)).
+        CHECK(r.kernels[0].start_ns == doctest::Approx(0.0));
+        CHECK(r.kernels[1].start_ns == doctest::Approx(0.0));
+        CHECK(r.kernels[0].end_ns == doctest::Approx(d * (1.0 + slowdown)));
+        CHECK(r.kernels[1].end_ns == doctest::Approx(d * (1.0 + slowdown)));
+    }
+    // Half the SMs each: together they press 1, nobody slows.
+    Params params = no_latency();
+    params.corun_slowdown = 1.0;
+    ProgramBuilder half({0, 0});
+    half.launch(0, one_per_sm("a", sms / 2, d));
+    half.launch(1, one_per_sm("b", sms / 2, d));
+    const Result r = simulate(dev, half.p, params);
+    CHECK(r.makespan_ns == doctest::Approx(d));
+    // A kernel alone never slows, whatever its shape.
+    ProgramBuilder alone({0});
+    KernelCost many = kernel_cost("many", sms * 8 * 3 + 5, 256, 32, 4 * d);
+    alone.launch(0, many);
+    CHECK(simulate(dev, alone.p, params).makespan_ns == doctest::Approx(4 * d).epsilon(1e-12));
+}
+
+TEST_CASE("a waiting stream sees a record event_latency_ns after it completes") {
+    const DeviceSpec& dev = h200();
+    Params params = no_latency();
+    params.event_latency_ns = 2500;
+    params.dispatch_latency_ns = 300;
+    ProgramBuilder b({0, 0});
+    b.launch(0, one_per_sm("producer", 10, 5000));
+    b.record(0, 0);
+    b.wait(1, 0);
+    b.launch(1, one_per_sm("consumer", 10, 1000));
+    const Result r = simulate(dev, b.p, params);
+    CHECK(r.kernels[1].runnable_ns == doctest::Approx(r.kernels[0].end_ns + 2500));
+    CHECK(r.kernels[1].start_ns == doctest::Approx(r.kernels[0].end_ns + 2500 + 300));
+    // Same stream: stream order, no event, no latency.
+    ProgramBuilder one({0});
+    one.launch(0, one_per_sm("producer", 10, 5000));
+    one.launch(0, one_per_sm("consumer", 10, 1000));
+    const Result s = simulate(dev, one.p, params);
+    CHECK(s.kernels[1].start_ns == doctest::Approx(s.kernels[0].end_ns + 300));
+}
+
+TEST_CASE("eager launches pay an extra dispatch gap and a host cost per op body; graphs do not") {
+    const DeviceSpec& dev = h200();
+    Params params;
+    params.launch_latency_ns = 1000;
+    params.op_host_ns = 4000;
+    params.dispatch_latency_ns = 500;
+    params.eager_dispatch_extra_ns = 1500;
+    ProgramBuilder b({0});
+    b.launch(0, one_per_sm("a", 10, 20000), "a", 0);
+    b.launch(0, one_per_sm("b", 10, 20000), "b", 0);  // same op: no second body cost
+    b.launch(0, one_per_sm("c", 10, 20000), "c", 1);
+    const Result eager = simulate(dev, b.p, params);
+    CHECK(eager.kernels[0].issue_ns == doctest::Approx(4000 + 1000));
+    CHECK(eager.kernels[1].issue_ns == doctest::Approx(4000 + 2 * 1000));
+    CHECK(eager.kernels[2].issue_ns == doctest::Approx(2 * 4000 + 3 * 1000));
+    CHECK(eager.kernels[1].start_ns == doctest::Approx(eager.kernels[0].end_ns + 500 + 1500));
+    b.p.mode = LaunchMode::graph;
+    const Result graph = simulate(dev, b.p, params);
+    CHECK(graph.kernels[1].start_ns == doctest::Approx(graph.kernels[0].end_ns + 500));
+}

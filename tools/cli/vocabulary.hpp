@@ -15,6 +15,11 @@ namespace braid::cli {
 inline constexpr const char* device_help =
     "GPU model: a built-in key (braid-devices lists them) or a device JSON file (docs/formats.md)";
 
+// What --calibration means in every tool that predicts a plan's time.
+inline constexpr const char* calibration_help =
+    "a calibration file (braid-calibrate writes one; docs/calibration.md), or none; default: braid's built-in "
+    "calibration for the device when it ships one";
+
 // The modes, and the default every tool shares.
 inline constexpr const char* default_mode = "graph";
 

@@ -31,9 +31,16 @@ inline std::vector<double> issue_times_ns(const Program& p, const Params& params
         return issue;
     }
     double host_ns = 0.0;
+    std::uint32_t last_op = no_op;
     for (std::size_t a = 0; a < p.actions.size(); ++a) {
         switch (p.actions[a].kind) {
-            case ActionKind::launch: host_ns += params.launch_latency_ns; break;
+            case ActionKind::launch: {
+                const std::uint32_t op = p.kernels[p.actions[a].index].op;
+                if (op != last_op || op == no_op) host_ns += params.op_host_ns;
+                last_op = op;
+                host_ns += params.launch_latency_ns;
+                break;
+            }
             case ActionKind::record: host_ns += params.record_latency_ns; break;
             case ActionKind::wait: host_ns += params.wait_latency_ns; break;
         }

@@ -50,11 +50,16 @@ struct Program {
 // docs/simulator.md. Calibration against a real GPU changes these, not code.
 struct Params {
     double launch_latency_ns = 2500.0;        // host cost of one eager cudaLaunchKernel
+    double op_host_ns = 0.0;                  // eager: host cost of an op body beyond its launches
     double record_latency_ns = 1000.0;        // host cost of one cudaEventRecord
     double wait_latency_ns = 1000.0;          // host cost of one cudaStreamWaitEvent
     double graph_launch_ns = 2500.0;          // host cost of one cudaGraphLaunch
     double graph_node_ns = 150.0;             // device-side cost per kernel node of a graph
     double dispatch_latency_ns = 1000.0;      // from a kernel becoming runnable to its first blocks starting
+    // Eager launches each pass the GPU's front end on their own: the extra
+    // dispatch latency they pay over a graph's kernel nodes.
+    double eager_dispatch_extra_ns = 0.0;
+    double event_latency_ns = 0.0;            // from a record completing to the streams waiting for it seeing it
     int max_resident_kernels = 0;             // 0: the device's max_resident_grids
     // Hardware work queues streams are multiplexed onto (stream s uses queue
     // s mod n); work of different streams sharing a queue runs in issue
@@ -63,6 +68,15 @@ struct Params {
     int eager_hardware_queues = 8;
     int graph_hardware_queues = 32;
     bool share_bandwidth = true;              // slow memory-bound kernels when DRAM is oversubscribed
+    // Co-running kernels slow each other (shared issue slots, L1/L2, DRAM).
+    // A block presses 1 / (blocks_per_sm x SMs) of the GPU, so a kernel alone
+    // at a full wave presses exactly 1; while the running blocks press P > 1,
+    // each progresses at 1 / (1 + corun_slowdown x (P - 1)). 0: no slowdown
+    // (co-resident blocks run at their isolated speed); 1: the GPU's
+    // throughput is shared in proportion.
+    double corun_slowdown = 0.0;
+
+    friend bool operator==(const Params&, const Params&) = default;
 };
 
 struct KernelRecord {

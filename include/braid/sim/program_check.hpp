@@ -57,6 +57,10 @@ inline void check_params(const Params& params) {
     need(params.graph_launch_ns, "graph_launch_ns");
     need(params.graph_node_ns, "graph_node_ns");
     need(params.dispatch_latency_ns, "dispatch_latency_ns");
+    need(params.eager_dispatch_extra_ns, "eager_dispatch_extra_ns");
+    need(params.op_host_ns, "op_host_ns");
+    need(params.event_latency_ns, "event_latency_ns");
+    need(params.corun_slowdown, "corun_slowdown");
     if (params.eager_hardware_queues < 0 || params.graph_hardware_queues < 0)
         throw SimError("sim::Params hardware queue counts must be >= 0 (0: one per stream)");
     if (params.max_resident_kernels < 0)

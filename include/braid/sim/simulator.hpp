@@ -36,7 +36,9 @@ public:
           checked_(check_program(dev, program, params)),
           issue_(issue_times_ns(program, params)),
           sms_(dev),
-          bandwidth_bytes_per_ns_(dev.dram_bytes_per_ns()) {}
+          bandwidth_bytes_per_ns_(dev.dram_bytes_per_ns()),
+          dispatch_ns_(params.dispatch_latency_ns +
+                       (program.mode == LaunchMode::eager ? params.eager_dispatch_extra_ns : 0.0)) {}
 
     Result run() {
         run_until(std::numeric_limits<double>::infinity());
@@ -98,13 +100,14 @@ public:
     }
 
 private:
-    enum EventKind : std::uint8_t { wake_stream, kernel_dispatched, batch_done };
+    enum EventKind : std::uint8_t { wake_stream, kernel_dispatched, batch_done, record_seen };
     enum class Phase : std::uint8_t { waiting, dispatching, queued, resident, done };
 
     struct KernelState {
         std::uint64_t unplaced = 0;  // blocks not yet put on an SM
         std::uint64_t running = 0;   // blocks on SMs now
         double dram_per_block = 0.0;  // bytes/ns per running block; 0: never slowed
+        double pressure_per_block = 0.0;  // 1 / (blocks_per_sm x SMs): a full wave alone presses 1
         int priority = 0;
         std::uint32_t order = 0;  // launch action: earlier launches first
         std::uint32_t stream = 0;
@@ -131,6 +134,12 @@ private:
             const std::uint32_t a = checked_.launch_action[k];
             ks.unplaced = w.blocks;
             ks.dram_per_block = params_.share_bandwidth ? w.dram_bytes_per_block_ns : 0.0;
+            {
+                // Blocks per SM in its isolated first wave (breadth-first placement).
+                const std::uint64_t sms = sms_.sm_count();
+                const std::uint64_t per_sm = std::min<std::uint64_t>(w.occupancy.blocks_per_sm, (w.blocks + sms - 1) / sms);
+                ks.pressure_per_block = 1.0 / (static_cast<double>(std::max<std::uint64_t>(per_sm, 1)) * static_cast<double>(sms));
+            }
             ks.order = a;
             ks.stream = p_.actions[a].stream;
             ks.priority = p_.stream_priorities[ks.stream];
@@ -168,23 +177,42 @@ private:
         mem_.reserve(256);
     }
 
-    // One distinct instant: everything due now, then placement.
+    // One distinct instant: everything due now, then placement. Three
+    // clocks: wall time, the progress of compute-bound blocks (slowed by
+    // co-running kernels) and of memory-bound blocks (slowed by co-running
+    // kernels and by oversubscribed DRAM). Each queue's next event is turned
+    // into wall time; the earliest defines the instant.
     bool step() {
         constexpr double never = std::numeric_limits<double>::infinity();
         const double next_wall = wall_.empty() ? never : wall_.top().key;
+        const double next_cmp = cmp_.empty() ? never : now_ + (cmp_.top().key - cmp_clock_) / cmp_rate_;
         const double next_mem = mem_.empty() ? never : now_ + (mem_.top().key - mem_clock_) / rate_;
-        if (next_wall == never && next_mem == never) return false;
-        if (next_mem < next_wall) {
-            now_ = std::max(now_, next_mem);
-            mem_clock_ = mem_.top().key;  // exactly: the batch that defined this instant is due
-        } else {
-            mem_clock_ += rate_ * (next_wall - now_);
+        const double next = std::min({next_wall, next_cmp, next_mem});
+        if (next == never) return false;
+        const double dt = std::max(0.0, next - now_);
+        // The queue that defined this instant gets its key exactly, so the
+        // batch that is due is seen as due despite rounding.
+        if (next == next_wall) {
+            mem_clock_ += rate_ * dt;
+            cmp_clock_ += cmp_rate_ * dt;
             now_ = next_wall;
+        } else if (next == next_mem) {
+            cmp_clock_ += cmp_rate_ * dt;
+            now_ = std::max(now_, next_mem);
+            mem_clock_ = mem_.top().key;
+        } else {
+            mem_clock_ += rate_ * dt;
+            now_ = std::max(now_, next_cmp);
+            cmp_clock_ = cmp_.top().key;
         }
         for (bool any = true; any;) {
             any = false;
             while (!wall_.empty() && wall_.top().key <= now_) {
                 handle(wall_.pop());
+                any = true;
+            }
+            while (!cmp_.empty() && cmp_.top().key <= cmp_clock_) {
+                handle(cmp_.pop());
                 any = true;
             }
             while (!mem_.empty() && mem_.top().key <= mem_clock_) {
@@ -214,6 +242,7 @@ private:
                 break;
             }
             case batch_done: finish_batch(e.what); break;
+            case record_seen: release_waiters(e.what); break;
         }
     }
 
@@ -225,6 +254,8 @@ private:
         for (const Placement& pl : batch.placements) sms_.release(demand, pl);
         ks.running -= batch.blocks;
         block_events_ += batch.blocks;
+        running_blocks_ -= batch.blocks;
+        pressure_ = running_blocks_ == 0 ? 0.0 : pressure_ - static_cast<double>(batch.blocks) * ks.pressure_per_block;
         if (ks.dram_per_block > 0.0) {
             mem_blocks_ -= batch.blocks;
             mem_demand_ = mem_blocks_ == 0 ? 0.0 : mem_demand_ - static_cast<double>(batch.blocks) * ks.dram_per_block;
@@ -263,14 +294,16 @@ private:
                     if (ks.phase == Phase::waiting) {
                         ks.phase = Phase::dispatching;
                         records_[act.index].runnable_ns = now_;
-                        wall_.push(now_ + params_.dispatch_latency_ns, kernel_dispatched, act.index);
+                        wall_.push(now_ + dispatch_ns_, kernel_dispatched, act.index);
                     }
                     return;
                 }
                 case ActionKind::record:
-                    record_done_[a] = 1;
-                    for (std::uint32_t i = waiter_begin_[a]; i < waiter_begin_[a + 1]; ++i)
-                        worklist_.push_back(waiter_streams_[i]);
+                    // Waiting streams see the record event_latency_ns later.
+                    if (params_.event_latency_ns > 0.0 && waiter_begin_[a] < waiter_begin_[a + 1])
+                        wall_.push(now_ + params_.event_latency_ns, record_seen, a);
+                    else
+                        release_waiters(a);
                     break;
                 case ActionKind::wait:
                     if (!record_done_[checked_.waited_record[a]]) return;
@@ -278,6 +311,12 @@ private:
             }
             ++head_[s];
         }
+    }
+
+    void release_waiters(std::uint32_t record) {
+        record_done_[record] = 1;
+        for (std::uint32_t i = waiter_begin_[record]; i < waiter_begin_[record + 1]; ++i)
+            worklist_.push_back(waiter_streams_[i]);
     }
 
     void drain_worklist() {
@@ -332,6 +371,8 @@ private:
             ks.unplaced -= placed;
             ks.running += placed;
             block_events_ += placed;
+            running_blocks_ += placed;
+            pressure_ += static_cast<double>(placed) * ks.pressure_per_block;
             if (!ks.started) {
                 ks.started = true;
                 records_[k].start_ns = now_;
@@ -343,8 +384,10 @@ private:
                 mem_blocks_ += placed;
                 mem_demand_ += static_cast<double>(placed) * ks.dram_per_block;
                 mem_.push(mem_clock_ + block_ns, batch_done, b);
+            } else if (params_.corun_slowdown > 0.0) {
+                cmp_.push(cmp_clock_ + block_ns, batch_done, b);
             } else {
-                wall_.push(now_ + block_ns, batch_done, b);
+                wall_.push(now_ + block_ns, batch_done, b);  // never slowed: exact wall times
             }
         }
         std::erase_if(pending_, [&](std::uint32_t k) { return kernels_[k].unplaced == 0; });
@@ -366,10 +409,16 @@ private:
         return b;
     }
 
-    // Memory-bound blocks advance on a shared clock whose rate drops below 1
-    // when their demand oversubscribes DRAM; compute-bound blocks never slow.
+    // Blocks of co-running kernels share the SMs' issue slots, caches and
+    // memory system: while the running blocks press more than one full wave
+    // (pressure_ > 1), every block slows by 1 / (1 + corun_slowdown x
+    // (pressure - 1)). Memory-bound blocks also slow when their demand
+    // oversubscribes DRAM; a slowed block asks for proportionally less.
     void update_rate() {
-        rate_ = mem_demand_ > bandwidth_bytes_per_ns_ ? bandwidth_bytes_per_ns_ / mem_demand_ : 1.0;
+        const double excess = std::max(0.0, pressure_ - 1.0);
+        cmp_rate_ = 1.0 / (1.0 + params_.corun_slowdown * excess);
+        const double demand = mem_demand_ * cmp_rate_;
+        rate_ = demand > bandwidth_bytes_per_ns_ ? bandwidth_bytes_per_ns_ / mem_demand_ : cmp_rate_;
     }
 
     void sample_utilisation() {
@@ -403,15 +452,21 @@ private:
     std::vector<double> issue_;
     SmArray sms_;
     double bandwidth_bytes_per_ns_ = 0.0;
+    double dispatch_ns_ = 0.0;  // runnable to dispatched, in this program's launch mode
 
     double now_ = 0.0;
     double mem_clock_ = 0.0;  // ns of progress a memory-bound block has made since time 0
     double rate_ = 1.0;       // d(mem_clock)/d(now)
+    double cmp_clock_ = 0.0;  // ns of progress a compute-bound block has made since time 0
+    double cmp_rate_ = 1.0;   // d(cmp_clock)/d(now)
+    double pressure_ = 0.0;   // running blocks' pressure: full waves' worth of the GPU they hold
+    std::uint64_t running_blocks_ = 0;
     double mem_demand_ = 0.0;  // bytes/ns the running memory-bound blocks ask for
     std::uint64_t mem_blocks_ = 0;
 
     EventQueue wall_;  // keyed by wall time
     EventQueue mem_;   // memory-bound batches, keyed by the memory clock
+    EventQueue cmp_;   // compute-bound batches, keyed by the compute clock (when co-running kernels slow)
 
     std::vector<KernelState> kernels_;
     std::vector<KernelRecord> records_;

@@ -1,0 +1,208 @@
+// Calibration <-> JSON (`braid.calibration`, version 1; docs/formats.md).
+// Every field is checked on load with an error that names its JSON path.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "braid/detail/json_reader.hpp"
+#include "braid/error.hpp"
+#include "braid/model/kernel_class.hpp"
+#include "braid/planner/calibration.hpp"
+#include "braid/sim/program_check.hpp"
+
+namespace braid {
+
+namespace detail {
+
+// Every sim::Params field, by its JSON name.
+template <class F>
+void for_each_param(sim::Params& p, F&& f) {
+    f("launch_latency_ns", p.launch_latency_ns);
+    f("op_host_ns", p.op_host_ns);
+    f("record_latency_ns", p.record_latency_ns);
+    f("wait_latency_ns", p.wait_latency_ns);
+    f("graph_launch_ns", p.graph_launch_ns);
+    f("graph_node_ns", p.graph_node_ns);
+    f("dispatch_latency_ns", p.dispatch_latency_ns);
+    f("eager_dispatch_extra_ns", p.eager_dispatch_extra_ns);
+    f("event_latency_ns", p.event_latency_ns);
+    f("corun_slowdown", p.corun_slowdown);
+    f("max_resident_kernels", p.max_resident_kernels);
+    f("eager_hardware_queues", p.eager_hardware_queues);
+    f("graph_hardware_queues", p.graph_hardware_queues);
+    f("share_bandwidth", p.share_bandwidth);
+}
+
+}  // namespace detail
+
+inline nlohmann::json to_json(const sim::Params& params) {
+    nlohmann::json j = nlohmann::json::object();
+    sim::Params p = params;
+    detail::for_each_param(p, [&](const char* name, auto& value) { j[name] = value; });
+    return j;
+}
+
+inline sim::Params sim_params_from_json(const detail::JsonReader& r) {
+    r.expect_object();
+    sim::Params p;
+    std::vector<std::string> known;
+    detail::for_each_param(p, [&](const char* name, auto&) { known.emplace_back(name); });
+    for (auto it = r.json().begin(); it != r.json().end(); ++it)
+        if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
+            std::string list;
+            for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+            throw FormatError(r.path() + "." + it.key(), "unknown simulator parameter (expected one of: " + list + ")");
+        }
+    detail::for_each_param(p, [&](const char* name, auto& value) {
+        using T = std::remove_reference_t<decltype(value)>;
+        value = r.get_or<T>(name, value);
+    });
+    try {
+        sim::check_params(p);
+    } catch (const SimError& e) {
+        throw FormatError(r.path(), e.what());
+    }
+    return p;
+}
+
+inline nlohmann::json to_json(const EstimateCalibration& c) {
+    nlohmann::json scale = nlohmann::json::object();
+    for (KernelClass k : all_kernel_classes)
+        if (c.scale[index_of(k)] > 0.0) scale[std::string(to_string(k))] = c.scale[index_of(k)];
+    nlohmann::json fill = nlohmann::json::object();
+    for (KernelClass k : all_kernel_classes)
+        if (c.fill_mid_ns[index_of(k)] > 0.0)
+            fill[std::string(to_string(k))] = {{"mid_ns", c.fill_mid_ns[index_of(k)]}, {"width", c.fill_width[index_of(k)]}};
+    return {{"floor_ns", c.floor_ns}, {"size_exponent", c.size_exponent}, {"reference_ns", c.reference_ns},
+            {"scale", scale},          {"fill", fill}};
+}
+
+inline EstimateCalibration estimate_calibration_from_json(const detail::JsonReader& r) {
+    r.allow_only({"floor_ns", "size_exponent", "reference_ns", "scale", "fill"});
+    EstimateCalibration c;
+    auto bounded = [&](const char* field, double fallback, double lo, double hi) {
+        const double v = r.get_or<double>(field, fallback);
+        if (!(v >= lo && v <= hi)) r.at(field).fail("must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+        return v;
+    };
+    c.floor_ns = bounded("floor_ns", c.floor_ns, 0.0, 1e9);
+    c.size_exponent = bounded("size_exponent", c.size_exponent, 0.05, 2.0);
+    c.reference_ns = bounded("reference_ns", c.reference_ns, 1.0, 1e9);
+    // {"conv_forward": 2.5, ...}: a number per kernel class, in (0, most].
+    auto per_class = [&](const char* field, std::array<double, kernel_class_count>& out, double most) {
+        auto s = r.find(field);
+        if (!s) return;
+        s->expect_object();
+        for (auto it = s->json().begin(); it != s->json().end(); ++it) {
+            const detail::JsonReader v(*it, s->path() + "." + it.key());
+            const auto k = kernel_class_from_string(it.key());
+            if (!k) {
+                std::string list;
+                for (KernelClass x : all_kernel_classes) list += (list.empty() ? "" : ", ") + std::string(to_string(x));
+                throw FormatError(v.path(), "unknown kernel class (expected one of: " + list + ")");
+            }
+            const double value = v.get<double>();
+            if (!(value > 0.0 && value <= most)) v.fail("must be > 0 and <= " + std::to_string(most));
+            out[index_of(*k)] = value;
+        }
+    };
+    per_class("scale", c.scale, 1e6);
+    if (auto f = r.find("fill")) {
+        f->expect_object();
+        for (auto it = f->json().begin(); it != f->json().end(); ++it) {
+            const detail::JsonReader v(*it, f->path() + "." + it.key());
+            const auto k = kernel_class_from_string(it.key());
+            if (!k) throw FormatError(v.path(), "unknown kernel class");
+            v.allow_only({"mid_ns", "width"});
+            const double mid = v.get<double>("mid_ns"), width = v.get<double>("width");
+            if (!(mid > 0.0 && mid <= 1e9)) v.at("mid_ns").fail("must be > 0 and <= 1e9");
+            if (!(width >= 0.05 && width <= 64.0)) v.at("width").fail("must be between 0.05 and 64");
+            c.fill_mid_ns[index_of(*k)] = mid;
+            c.fill_width[index_of(*k)] = width;
+        }
+    }
+    return c;
+}
+
+inline nlohmann::json to_json(const Calibration& c) {
+    return {{"format", "braid.calibration"},
+            {"version", Calibration::format_version},
+            {"device",
+             {{"key", c.device_key},
+              {"name", c.device_name},
+              {"sm_count", c.sm_count},
+              {"compute_capability", std::to_string(c.cc_major) + "." + std::to_string(c.cc_minor)}}},
+            {"source", c.source},
+            {"kernel_time_scale", {{"graph", c.graph_kernel_time_scale}, {"eager", c.eager_kernel_time_scale}}},
+            {"sim", to_json(c.sim)},
+            {"estimates", to_json(c.estimate)}};
+}
+
+// `report` (what the fit saw, for people) may be present and is not read.
+inline Calibration calibration_from_json(const detail::JsonReader& r) {
+    r.expect_format("braid.calibration");
+    r.allow_only({"format", "version", "device", "source", "kernel_time_scale", "sim", "estimates", "report"});
+    if (const int v = r.get<int>("version"); v != Calibration::format_version)
+        r.at("version").fail("version " + std::to_string(v) + " is not supported (this braid reads version " +
+                             std::to_string(Calibration::format_version) + ")");
+    Calibration c;
+    {
+        const detail::JsonReader d = r.at("device");
+        d.allow_only({"key", "name", "sm_count", "compute_capability"});
+        c.device_key = d.get_or<std::string>("key", "");
+        c.device_name = d.get_or<std::string>("name", "");
+        if (c.device_key.empty() && c.device_name.empty()) d.fail("needs a key or a name");
+        c.sm_count = d.get<int>("sm_count");
+        if (c.sm_count <= 0 || c.sm_count > 4096) d.at("sm_count").fail("must be between 1 and 4096");
+        const std::string cc = d.get<std::string>("compute_capability");
+        const auto dot = cc.find('.');
+        if (dot == std::string::npos || dot == 0 || dot + 1 == cc.size() ||
+            cc.find_first_not_of("0123456789.") != std::string::npos || cc.find('.', dot + 1) != std::string::npos ||
+            cc.size() > 7)
+            d.at("compute_capability").fail("expected \"major.minor\" such as \"9.0\", got \"" + cc + "\"");
+        c.cc_major = std::stoi(cc.substr(0, dot));
+        c.cc_minor = std::stoi(cc.substr(dot + 1));
+    }
+    c.source = r.get_or<std::string>("source", "");
+    if (auto s = r.find("kernel_time_scale")) {
+        s->allow_only({"graph", "eager"});
+        for (auto [name, field] : {std::pair{"graph", &c.graph_kernel_time_scale}, std::pair{"eager", &c.eager_kernel_time_scale}}) {
+            *field = s->get_or<double>(name, 1.0);
+            if (!(*field >= 0.1 && *field <= 10.0)) s->at(name).fail("must be between 0.1 and 10");
+        }
+    }
+    if (auto s = r.find("sim")) c.sim = sim_params_from_json(*s);
+    if (auto e = r.find("estimates")) c.estimate = estimate_calibration_from_json(*e);
+    return c;
+}
+
+inline Calibration calibration_from_json(const nlohmann::json& j) {
+    return calibration_from_json(detail::JsonReader(j, "$"));
+}
+
+inline Calibration load_calibration(const std::string& path) {
+    return calibration_from_json(detail::JsonReader(detail::load_json_file(path), path + ": $"));
+}
+
+// Writes `c` (and, when given, a report for people) to `path`.
+inline void save_calibration(const Calibration& c, const std::string& path, const nlohmann::json& report = nullptr) {
+    nlohmann::json j = to_json(c);
+    if (!report.is_null()) j["report"] = report;
+    const std::filesystem::path p(path);
+    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+    std::ofstream out(path, std::ios::binary);
+    if (!out) throw Error("cannot write calibration '" + path + "'");
+    out << j.dump(2) << "\n";
+    if (!out) throw Error("writing calibration '" + path + "' failed");
+}
+
+}  // namespace braid

@@ -1,0 +1,166 @@
+// Measured iteration times of plans, tied to the profiles of the networks
+// they ran (`braid.measurements`, version 1; docs/formats.md): what
+// braid-calibrate fits the simulator to and what the accuracy benchmark
+// judges it on. Profile and plan files are named relative to the
+// measurements file; every repeat of a measurement is kept.
+#pragma once
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "braid/detail/json_reader.hpp"
+#include "braid/error.hpp"
+#include "braid/plan/plan_json.hpp"
+#include "braid/planner/calibrate.hpp"
+#include "braid/planner/strategies/nimble.hpp"
+#include "braid/planner/strategies/serial.hpp"
+#include "braid/profiler/costs.hpp"
+#include "braid/profiler/profile.hpp"
+#include "braid/profiler/profile_json.hpp"
+
+namespace braid {
+
+struct MeasuredRow {
+    std::string label;    // what the plan is, for tables ("nimble", "braid-roofline")
+    std::string profile;  // the profile file, as written (relative to the measurements file)
+    std::string plan;     // "serial" or "nimble" (made from the profile's graph), or a plan file
+    LaunchMode mode = LaunchMode::graph;
+    std::vector<double> ms;    // every repeat, milliseconds per iteration
+    ProfileSettings network;   // the bundled network it ran, for estimates (net, batch, image, ...); may be empty
+};
+
+struct MeasurementSet {
+    std::string device_name, device_key, driver, cudnn, cublas;
+    std::string source;
+    std::vector<MeasuredRow> rows;
+    std::filesystem::path folder;  // files are relative to it
+};
+
+inline MeasurementSet measurements_from_json(const detail::JsonReader& r, std::filesystem::path folder) {
+    r.expect_format("braid.measurements");
+    r.allow_only({"format", "version", "device", "source", "rows"});
+    if (const int v = r.get<int>("version"); v != 1)
+        r.at("version").fail("version " + std::to_string(v) + " is not supported (this braid reads version 1)");
+    MeasurementSet m;
+    m.folder = std::move(folder);
+    {
+        const detail::JsonReader d = r.at("device");
+        d.allow_only({"name", "key", "driver", "cudnn", "cublas"});
+        m.device_name = d.get_or<std::string>("name", "");
+        m.device_key = d.get_or<std::string>("key", "");
+        if (m.device_name.empty() && m.device_key.empty()) d.fail("needs a name or a key");
+        m.driver = d.get_or<std::string>("driver", "");
+        m.cudnn = d.get_or<std::string>("cudnn", "");
+        m.cublas = d.get_or<std::string>("cublas", "");
+    }
+    m.source = r.get_or<std::string>("source", "");
+    const detail::JsonReader rows = r.at("rows");
+    if (rows.size() == 0) rows.fail("no rows: nothing was measured");
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const detail::JsonReader row = rows[i];
+        row.allow_only({"label", "profile", "plan", "mode", "ms", "network"});
+        MeasuredRow out;
+        out.profile = row.get<std::string>("profile");
+        out.plan = row.get<std::string>("plan");
+        out.label = row.get_or<std::string>("label", out.plan);
+        if (out.profile.empty()) row.at("profile").fail("must name a profile file");
+        if (out.plan.empty()) row.at("plan").fail("must be \"serial\", \"nimble\" or a plan file");
+        const std::string mode = row.get<std::string>("mode");
+        if (mode != "graph" && mode != "eager") row.at("mode").fail("expected \"graph\" or \"eager\", got \"" + mode + "\"");
+        out.mode = mode == "graph" ? LaunchMode::graph : LaunchMode::eager;
+        const detail::JsonReader ms = row.at("ms");
+        if (ms.size() == 0) ms.fail("no measurements");
+        for (std::size_t k = 0; k < ms.size(); ++k) {
+            const double v = ms[k].get<double>();
+            if (!(v > 0.0) || !std::isfinite(v) || v > 1e7) ms[k].fail("must be a time in ms, > 0");
+            out.ms.push_back(v);
+        }
+        if (auto n = row.find("network")) out.network = detail::settings_from_json(*n);
+        m.rows.push_back(std::move(out));
+    }
+    return m;
+}
+
+inline MeasurementSet load_measurements(const std::string& path) {
+    if (std::filesystem::is_directory(path)) throw Error("'" + path + "' is a folder, not a measurements file");
+    return measurements_from_json(detail::JsonReader(detail::load_json_file(path), path + ": $"),
+                                  std::filesystem::path(path).parent_path());
+}
+
+// The measurements as calibration inputs: one ProfiledNet per distinct
+// profile (its embedded graph and costs on the profile's device), one
+// CalibrationRow per row (serial and nimble plans made from the graph, plan
+// files loaded against it). `estimates`, when given, returns the estimates
+// of a row's network (nullopt: unknown); `nets` then carry them. Errors name
+// the row and the file.
+struct CalibrationInputs {
+    std::vector<std::unique_ptr<OpGraph>> graphs;  // owned; nets point into them
+    std::vector<ProfiledNet> nets;
+    std::vector<CalibrationRow> rows;
+};
+
+using EstimatesOf = std::function<std::optional<std::vector<OpEstimate>>(const MeasuredRow&, const OpGraph&)>;
+
+// "googlenet": the network without its size, for held-out splits.
+inline std::string network_group(const MeasuredRow& row, const Profile& profile) {
+    if (auto it = row.network.find("net"); it != row.network.end())
+        if (const auto* s = std::get_if<std::string>(&it->second)) return *s;
+    const std::string& n = profile.run.network;
+    return n.substr(0, n.find_first_of(" ,"));
+}
+
+inline CalibrationInputs calibration_inputs(const MeasurementSet& m, const EstimatesOf& estimates = {}) {
+    CalibrationInputs in;
+    std::map<std::string, std::size_t> net_of;
+    for (std::size_t i = 0; i < m.rows.size(); ++i) {
+        const MeasuredRow& row = m.rows[i];
+        const std::string who = "measurements row " + std::to_string(i) + " ('" + row.label + "')";
+        const std::string profile_path = (m.folder / row.profile).string();
+        auto [it, fresh] = net_of.emplace(profile_path, in.nets.size());
+        if (fresh) {
+            if (!std::filesystem::is_regular_file(profile_path))
+                throw Error(who + ": no profile file '" + profile_path + "'");
+            const Profile p = load_profile(profile_path);
+            if (!p.graph) throw ProfileError(who + ": profile '" + profile_path + "' has no embedded graph");
+            in.graphs.push_back(std::make_unique<OpGraph>(*p.graph));
+            ProfiledNet net;
+            net.name = std::filesystem::path(row.profile).stem().stem().string();
+            net.group = network_group(row, p);
+            net.graph = in.graphs.back().get();
+            net.device = p.device;
+            net.profiled = costs_from_profile(p, *net.graph, p.device);
+            if (estimates) net.estimates = estimates(row, *net.graph);
+            in.nets.push_back(std::move(net));
+        }
+        const ProfiledNet& net = in.nets[it->second];
+        CalibrationRow r;
+        r.label = row.label;
+        r.net = it->second;
+        r.mode = row.mode;
+        r.measured_ms = row.ms;
+        if (row.plan == "serial") {
+            r.plan = strategy::serial(*net.graph, net.device.key);
+        } else if (row.plan == "nimble") {
+            r.plan = strategy::nimble(*net.graph, net.device.key);
+        } else {
+            const std::string plan_path = (m.folder / row.plan).string();
+            if (!std::filesystem::is_regular_file(plan_path))
+                throw Error(who + ": plan '" + row.plan + "' is not serial, nimble or a plan file ('" + plan_path +
+                            "' does not exist)");
+            r.plan = load_plan(plan_path, *net.graph);
+        }
+        in.rows.push_back(std::move(r));
+    }
+    return in;
+}
+
+}  // namespace braid

@@ -1,0 +1,160 @@
+#include "train/calibration_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/core.h>
+
+#include "braid/detail/json_reader.hpp"
+#include "braid/profiler/profile_json.hpp"
+#include "train/net_settings.hpp"
+
+namespace braid::samples {
+
+namespace {
+
+bool in_groups(const std::vector<std::string>& groups, const std::string& g) {
+    return groups.empty() || std::find(groups.begin(), groups.end(), g) != groups.end();
+}
+
+}  // namespace
+
+braid::CalibrationInputs read_calibration_inputs(const std::vector<std::string>& files, std::vector<std::string>* notes) {
+    if (files.empty()) throw braid::Error("no measurements or profile files given");
+    braid::CalibrationInputs all;
+    auto estimates = [](const braid::MeasuredRow& row, const braid::OpGraph& graph) {
+        return net_estimates(row.network, graph);
+    };
+    for (const std::string& file : files) {
+        if (!std::filesystem::is_regular_file(file)) throw braid::Error("cannot read '" + file + "': no such file");
+        const nlohmann::json doc = braid::detail::load_json_file(file);
+        const std::string format = doc.is_object() && doc.contains("format") && doc["format"].is_string()
+                                       ? doc["format"].get<std::string>()
+                                       : "";
+        if (format == "braid.profile") {
+            const braid::Profile p = braid::load_profile(file);
+            if (!p.graph) throw braid::ProfileError("profile '" + file + "' has no embedded graph; profile again");
+            std::optional<std::vector<braid::OpEstimate>> est = net_estimates(p.run.settings, *p.graph);
+            if (!est) {
+                if (notes)
+                    notes->push_back("profile '" + file +
+                                     "' does not name a bundled network (run.settings has no 'net'): it cannot "
+                                     "inform the estimate fit; profile with braid-profile --net, or list it in a "
+                                     "measurements file with its 'network'");
+                continue;
+            }
+            all.graphs.push_back(std::make_unique<braid::OpGraph>(*p.graph));
+            braid::ProfiledNet net;
+            net.name = std::filesystem::path(file).stem().stem().string();
+            const auto* n = std::get_if<std::string>(&p.run.settings.at("net"));
+            net.group = n ? *n : net.name;
+            net.graph = all.graphs.back().get();
+            net.device = p.device;
+            net.profiled = braid::costs_from_profile(p, *net.graph, p.device);
+            net.estimates = std::move(est);
+            all.nets.push_back(std::move(net));
+            continue;
+        }
+        if (format != "braid.measurements")
+            throw braid::FormatError(file, format.empty() ? "neither a braid.measurements nor a braid.profile document"
+                                                          : "a " + format + ", not measurements or a profile");
+        braid::CalibrationInputs in = braid::calibration_inputs(braid::load_measurements(file), estimates);
+        const std::size_t offset = all.nets.size();
+        for (auto& g : in.graphs) all.graphs.push_back(std::move(g));
+        for (auto& n : in.nets) all.nets.push_back(std::move(n));
+        for (auto& r : in.rows) {
+            r.net += offset;
+            all.rows.push_back(std::move(r));
+        }
+    }
+    if (all.nets.empty()) throw braid::Error("nothing to calibrate on: no rows and no profile of a bundled network");
+    return all;
+}
+
+braid::Calibration fit_calibration(const braid::CalibrationInputs& in, const std::vector<std::string>& groups,
+                                   const braid::SimFitOptions& options) {
+    std::vector<braid::ProfiledNet> nets;
+    for (const braid::ProfiledNet& n : in.nets)
+        if (in_groups(groups, n.group)) nets.push_back(n);
+    if (nets.empty()) throw braid::Error("no profiled net of the networks asked for");
+    braid::Calibration c;
+    const braid::DeviceSpec& dev = nets.front().device;
+    c.device_key = dev.key;
+    c.device_name = dev.name;
+    c.sm_count = dev.sm_count;
+    c.cc_major = dev.cc_major;
+    c.cc_minor = dev.cc_minor;
+    for (const braid::ProfiledNet& n : nets)
+        if (n.device.sm_count != dev.sm_count || n.device.name != dev.name)
+            throw braid::Error("profiles of two GPUs ('" + dev.name + "' and '" + n.device.name +
+                               "'): a calibration is for one");
+    const bool any_estimates = std::any_of(nets.begin(), nets.end(), [](const auto& n) { return n.estimates.has_value(); });
+    if (any_estimates) c.estimate = braid::fit_estimates(nets);
+    std::vector<std::size_t> rows;
+    for (std::size_t i = 0; i < in.rows.size(); ++i)
+        if (in_groups(groups, in.nets[in.rows[i].net].group)) rows.push_back(i);
+    if (!rows.empty()) c = braid::fit_simulator(in.nets, in.rows, std::move(c), rows, options);
+    std::string fitted;
+    for (const braid::ProfiledNet& n : nets) fitted += (fitted.empty() ? "" : ", ") + n.name;
+    c.source = "braid-calibrate: " + std::to_string(rows.size()) + " measured rows and the profiles " + fitted;
+    return c;
+}
+
+std::vector<AccuracyRow> accuracy_rows(const braid::CalibrationInputs& in, const braid::Calibration& c,
+                                       const std::vector<std::string>& groups) {
+    std::vector<braid::CalibrationRow> rows;
+    std::vector<std::size_t> index;
+    for (std::size_t i = 0; i < in.rows.size(); ++i)
+        if (in_groups(groups, in.nets[in.rows[i].net].group)) {
+            rows.push_back(in.rows[i]);
+            index.push_back(i);
+        }
+    const std::vector<braid::RowPrediction> profile = braid::predict_rows(in.nets, rows, c, braid::CostSource::profile);
+    // Estimates only for rows whose net has them.
+    std::vector<braid::CalibrationRow> with_estimates;
+    std::vector<std::size_t> where;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        if (in.nets[rows[i].net].estimates) {
+            with_estimates.push_back(rows[i]);
+            where.push_back(i);
+        }
+    const std::vector<braid::RowPrediction> estimate =
+        with_estimates.empty() ? std::vector<braid::RowPrediction>{}
+                               : braid::predict_rows(in.nets, with_estimates, c, braid::CostSource::estimate);
+    std::vector<AccuracyRow> out;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        AccuracyRow a;
+        a.row = index[i];
+        a.net = in.nets[rows[i].net].name;
+        a.label = rows[i].label;
+        a.mode = rows[i].mode == braid::LaunchMode::graph ? "graph" : "eager";
+        a.streams = rows[i].plan.stream_count();
+        a.measured_ms = profile[i].measured_ms;
+        a.profile_ms = profile[i].predicted_ms;
+        out.push_back(a);
+    }
+    for (std::size_t k = 0; k < where.size(); ++k) out[where[k]].estimate_ms = estimate[k].predicted_ms;
+    return out;
+}
+
+std::string format_accuracy(const std::vector<AccuracyRow>& rows) {
+    std::string s = fmt::format("  {:<22} {:<15} {:<6} {:>7} {:>9} {:>10} {:>7} {:>10} {:>7}\n", "net", "plan", "mode",
+                                "streams", "measured", "profile", "error", "estimate", "error");
+    double worst_p = 0.0, worst_e = 0.0;
+    for (const AccuracyRow& r : rows) {
+        const std::optional<double> ee = r.estimate_error_pct();
+        s += fmt::format("  {:<22} {:<15} {:<6} {:>7} {:>9.2f} {:>10.2f} {:>+6.1f}% {:>10} {:>7}\n", r.net, r.label,
+                         r.mode, r.streams, r.measured_ms, r.profile_ms, r.profile_error_pct(),
+                         r.estimate_ms ? fmt::format("{:.2f}", *r.estimate_ms) : "-",
+                         ee ? fmt::format("{:+.1f}%", *ee) : "-");
+        worst_p = std::max(worst_p, std::abs(r.profile_error_pct()));
+        if (ee) worst_e = std::max(worst_e, std::abs(*ee));
+    }
+    s += fmt::format("  worst error: {:.1f}% from profiles, {:.1f}% from estimates (times in ms, measured = median of "
+                     "the repeats)\n",
+                     worst_p, worst_e);
+    return s;
+}
+
+}  // namespace braid::samples

@@ -1,0 +1,81 @@
+#include "train/net_settings.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <variant>
+
+#include "train/training_graph.hpp"
+
+namespace braid::samples {
+
+braid::ProfileSettings net_settings(const NetConfig& c) {
+    return {{"net", c.net},
+            {"batch", std::int64_t{c.batch}},
+            {"image", std::int64_t{c.image}},
+            {"classes", std::int64_t{c.classes}},
+            {"width_scale", c.width_scale},
+            {"no_aux", !c.aux_classifiers}};
+}
+
+namespace {
+
+template <class T>
+const T* setting(const braid::ProfileSettings& s, const std::string& name) {
+    auto it = s.find(name);
+    if (it == s.end()) return nullptr;
+    const T* v = std::get_if<T>(&it->second);
+    if (!v) throw braid::Error("network setting '" + name + "' has the wrong type");
+    return v;
+}
+
+std::uint32_t positive(const braid::ProfileSettings& s, const std::string& name, std::uint32_t fallback,
+                       std::int64_t most) {
+    const std::int64_t* v = setting<std::int64_t>(s, name);
+    if (!v) return fallback;
+    if (*v < 1 || *v > most)
+        throw braid::Error("network setting '" + name + "' must be between 1 and " + std::to_string(most) + ", got " +
+                           std::to_string(*v));
+    return static_cast<std::uint32_t>(*v);
+}
+
+}  // namespace
+
+std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& s) {
+    const std::string* net = setting<std::string>(s, "net");
+    if (!net) return std::nullopt;
+    const std::vector<std::string> names = network_names();
+    if (std::find(names.begin(), names.end(), *net) == names.end())
+        throw braid::Error("network setting 'net' names '" + *net + "', not a bundled network");
+    for (const auto& [name, value] : s)
+        if (name != "net" && name != "batch" && name != "image" && name != "classes" && name != "width_scale" &&
+            name != "no_aux")
+            throw braid::Error("unknown network setting '" + name +
+                               "' (expected net, batch, image, classes, width_scale, no_aux)");
+    NetConfig c;
+    c.net = *net;
+    c.batch = positive(s, "batch", c.batch, 1 << 20);
+    c.image = positive(s, "image", c.image, 8192);
+    c.classes = positive(s, "classes", c.classes, 1 << 24);
+    if (const double* w = setting<double>(s, "width_scale")) {
+        if (!(*w > 0.0 && *w <= 64.0)) throw braid::Error("network setting 'width_scale' must be in (0, 64]");
+        c.width_scale = *w;
+    }
+    if (const bool* no_aux = setting<bool>(s, "no_aux")) c.aux_classifiers = !*no_aux;
+    return c;
+}
+
+std::optional<std::vector<braid::OpEstimate>> net_estimates(const braid::ProfileSettings& settings,
+                                                            const braid::OpGraph& expected) {
+    const std::optional<NetConfig> config = net_config_from_settings(settings);
+    if (!config) return std::nullopt;
+    TrainConfig tc;
+    tc.model = *config;
+    const TrainingGraph tg = build_training_graph(tc);
+    if (tg.graph.fingerprint() != expected.fingerprint())
+        throw braid::ProfileError("network '" + config->net + "' at batch " + std::to_string(config->batch) +
+                                  " builds graph " + tg.graph.fingerprint() + " today, but the profile ran graph " +
+                                  expected.fingerprint() + ": profile it again");
+    return op_estimates(tg);
+}
+
+}  // namespace braid::samples

@@ -1,0 +1,32 @@
+// A bundled network's configuration as profile settings and back: what
+// braid-profile writes into profile.json ("net", "batch", "image",
+// "classes", "width_scale", "no_aux") so that a profile says which network
+// it measured, and what braid-calibrate reads to estimate that network
+// beside its profile.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "braid/graph/op_graph.hpp"
+#include "braid/model/estimate.hpp"
+#include "braid/profiler/profile.hpp"
+#include "nets/zoo.hpp"
+
+namespace braid::samples {
+
+braid::ProfileSettings net_settings(const NetConfig& config);
+
+// nullopt when the settings name no bundled network ("net" missing);
+// throws braid::Error naming the setting when one is malformed or unknown.
+std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& settings);
+
+// The estimates of the bundled network `settings` describe, checked against
+// the graph it ran (`expected`, from a profile): nullopt when the settings
+// name no network; braid::ProfileError when the network braid builds today
+// is another graph (naming both fingerprints).
+std::optional<std::vector<braid::OpEstimate>> net_estimates(const braid::ProfileSettings& settings,
+                                                            const braid::OpGraph& expected);
+
+}  // namespace braid::samples

@@ -1,0 +1,172 @@
+// braid-calibrate: fits a GPU's calibration (docs/calibration.md) from what
+// it measured — profiles of bundled networks (per-class kernel times for
+// estimates) and measured iteration times of plans (the simulator's
+// constants) — writes it as a calibration file braid-plan and braid-train
+// load with --calibration, and prints how well it predicts every row.
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <type_traits>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "braid/planner/calibration_json.hpp"
+#include "train/calibration_run.hpp"
+#include "vocabulary.hpp"
+
+namespace {
+
+struct Options {
+    std::vector<std::string> files;
+    std::string out = "calibration.json";
+    std::string hold_out;
+    std::string format = "table";
+    std::string cpp_out;
+};
+
+// The calibration as the body of a C++ function, for
+// include/braid/planner/calibration_table.hpp (exact doubles).
+std::string as_cpp(const braid::Calibration& c) {
+    auto num = [](double v) { return fmt::format("{:.17g}", v); };
+    std::string s;
+    s += fmt::format("    Calibration c;\n    c.device_key = \"{}\";\n    c.device_name = \"{}\";\n", c.device_key, c.device_name);
+    s += fmt::format("    c.sm_count = {};\n    c.cc_major = {};\n    c.cc_minor = {};\n", c.sm_count, c.cc_major, c.cc_minor);
+    s += fmt::format("    c.source = \"{}\";\n", c.source);
+    s += fmt::format("    c.graph_kernel_time_scale = {};\n    c.eager_kernel_time_scale = {};\n",
+                     num(c.graph_kernel_time_scale), num(c.eager_kernel_time_scale));
+    braid::sim::Params p = c.sim;
+    braid::detail::for_each_param(p, [&](const char* name, auto& value) {
+        using T = std::remove_reference_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, bool>)
+            s += fmt::format("    c.sim.{} = {};\n", name, value ? "true" : "false");
+        else if constexpr (std::is_integral_v<T>)
+            s += fmt::format("    c.sim.{} = {};\n", name, value);
+        else
+            s += fmt::format("    c.sim.{} = {};\n", name, num(value));
+    });
+    s += fmt::format("    c.estimate.floor_ns = {};\n    c.estimate.size_exponent = {};\n    c.estimate.reference_ns = {};\n",
+                     num(c.estimate.floor_ns), num(c.estimate.size_exponent), num(c.estimate.reference_ns));
+    for (braid::KernelClass k : braid::all_kernel_classes)
+        if (c.estimate.scale[braid::index_of(k)] > 0.0)
+            s += fmt::format("    c.estimate.scale[index_of(KernelClass::{})] = {};\n", braid::to_string(k),
+                             num(c.estimate.scale[braid::index_of(k)]));
+    for (braid::KernelClass k : braid::all_kernel_classes)
+        if (c.estimate.fill_mid_ns[braid::index_of(k)] > 0.0)
+            s += fmt::format("    c.estimate.fill_mid_ns[index_of(KernelClass::{0})] = {1};\n"
+                             "    c.estimate.fill_width[index_of(KernelClass::{0})] = {2};\n",
+                             braid::to_string(k), num(c.estimate.fill_mid_ns[braid::index_of(k)]),
+                             num(c.estimate.fill_width[braid::index_of(k)]));
+    s += "    return c;\n";
+    return s;
+}
+
+nlohmann::json report_json(const std::vector<braid::samples::AccuracyRow>& rows, bool held_out) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : rows) {
+        nlohmann::json j{{"net", r.net},       {"plan", r.label},          {"mode", r.mode},
+                         {"streams", r.streams}, {"measured_ms", r.measured_ms}, {"profile_ms", r.profile_ms},
+                         {"profile_error_pct", r.profile_error_pct()}, {"held_out", held_out}};
+        if (r.estimate_ms) {
+            j["estimate_ms"] = *r.estimate_ms;
+            j["estimate_error_pct"] = *r.estimate_error_pct();
+        }
+        out.push_back(j);
+    }
+    return out;
+}
+
+int run(const Options& o) {
+    std::vector<std::string> notes;
+    const braid::CalibrationInputs in = braid::samples::read_calibration_inputs(o.files, &notes);
+    for (const std::string& n : notes) fmt::print(stderr, "note: {}\n", n);
+    std::vector<std::string> fit_groups, test_groups;
+    if (!o.hold_out.empty()) {
+        bool found = false;
+        for (const braid::ProfiledNet& n : in.nets) {
+            if (n.group == o.hold_out) {
+                found = true;
+            } else if (std::find(fit_groups.begin(), fit_groups.end(), n.group) == fit_groups.end()) {
+                fit_groups.push_back(n.group);
+            }
+        }
+        if (!found) throw braid::Error("--hold-out: no net '" + o.hold_out + "' among the inputs");
+        if (fit_groups.empty()) throw braid::Error("--hold-out " + o.hold_out + " leaves nothing to fit on");
+        test_groups = {o.hold_out};
+    }
+    if (o.format == "table")
+        fmt::print("braid-calibrate: fitting on {} rows of {} profiled nets{}\n", in.rows.size(), in.nets.size(),
+                   o.hold_out.empty() ? "" : " (without " + o.hold_out + ")");
+    const braid::Calibration c = braid::samples::fit_calibration(in, fit_groups);
+    const std::vector<braid::samples::AccuracyRow> fitted = braid::samples::accuracy_rows(in, c, fit_groups);
+    const std::vector<braid::samples::AccuracyRow> held =
+        test_groups.empty() ? std::vector<braid::samples::AccuracyRow>{} : braid::samples::accuracy_rows(in, c, test_groups);
+    nlohmann::json report{{"fitted", report_json(fitted, false)}};
+    if (!held.empty()) report["held_out"] = report_json(held, true);
+    braid::save_calibration(c, o.out, report);
+    if (!o.cpp_out.empty()) {
+        std::ofstream cpp(o.cpp_out);
+        cpp << as_cpp(c);
+        if (!cpp) throw braid::Error("cannot write '" + o.cpp_out + "'");
+    }
+    if (o.format == "json") {
+        nlohmann::json j = braid::to_json(c);
+        j["report"] = report;
+        j["written"] = o.out;
+        fmt::print("{}\n", j.dump(2));
+        return 0;
+    }
+    fmt::print("\n  fitted rows (predicted with this calibration):\n{}", braid::samples::format_accuracy(fitted));
+    if (!held.empty())
+        fmt::print("\n  held-out rows ({}, not seen by the fit):\n{}", o.hold_out, braid::samples::format_accuracy(held));
+    fmt::print("\n  kernel time in an iteration / in the profile: graph {:.3f}, eager {:.3f}\n", c.graph_kernel_time_scale,
+               c.eager_kernel_time_scale);
+    fmt::print("  simulator: dispatch {:.0f} ns (+{:.0f} ns eager), event latency {:.0f} ns, co-run slowdown {:.3f},\n"
+               "             launch {:.0f} ns, op host {:.0f} ns, record {:.0f} ns, wait {:.0f} ns\n",
+               c.sim.dispatch_latency_ns, c.sim.eager_dispatch_extra_ns, c.sim.event_latency_ns, c.sim.corun_slowdown,
+               c.sim.launch_latency_ns, c.sim.op_host_ns, c.sim.record_latency_ns, c.sim.wait_latency_ns);
+    fmt::print("  estimates: floor {:.0f} ns, size exponent {:.2f}; scale per class:", c.estimate.floor_ns,
+               c.estimate.size_exponent);
+    for (braid::KernelClass k : braid::all_kernel_classes)
+        if (c.estimate.scale[braid::index_of(k)] > 0.0)
+            fmt::print(" {} {:.2f}", braid::to_string(k), c.estimate.scale[braid::index_of(k)]);
+    fmt::print("\n\n  calibration: {}  (braid-plan --calibration {})\n", o.out, o.out);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    CLI::App app{"braid-calibrate: fit a GPU's calibration from its profiles and measured iterations "
+                 "(docs/calibration.md)",
+                 "braid-calibrate"};
+    app.footer(
+        "\nExamples:\n"
+        "  braid-calibrate tests/data/h200/measurements.json            fit the H200 data set\n"
+        "  braid-calibrate measurements.json --hold-out resnet50         fit without ResNet-50, predict it\n"
+        "  braid-calibrate googlenet.profile.json resnet50.profile.json  estimates only (profiles of bundled nets)\n");
+    app.add_option("files", o.files,
+                   "braid.measurements files (measured plans with their profiles) and braid.profile files")
+        ->required();
+    app.add_option("-o,--calibration-out", o.out, "where the calibration is written")->capture_default_str();
+    app.add_option("--hold-out", o.hold_out, "fit without this network's rows and profiles, then predict them");
+    app.add_option("--cpp-out", o.cpp_out, "also write the calibration as a C++ function body (for braid's built-in table)")
+        ->group("");
+    app.add_option("--format", o.format, "table (for people) or json (for scripts)")
+        ->check(CLI::IsMember({"table", "json"}))
+        ->capture_default_str();
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    try {
+        return run(o);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "braid-calibrate: error: %s\n", e.what());
+        return 1;
+    }
+}

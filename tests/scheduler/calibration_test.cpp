@@ -1,0 +1,249 @@
+// Calibrations: the calibrated estimate formula, the file format and its
+// errors, the built-in table, and the fits, which must recover the constants
+// that made synthetic measurements.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "braid/model/device_table.hpp"
+#include "braid/plan/plan.hpp"
+#include "braid/planner/calibrate.hpp"
+#include "braid/planner/calibration_json.hpp"
+#include "braid/planner/calibration_table.hpp"
+#include "braid/planner/strategies/nimble.hpp"
+#include "braid/planner/strategies/serial.hpp"
+#include "error_of.hpp"
+#include "test_graphs.hpp"
+
+using namespace braid;
+using braid::testing::error_of;
+
+namespace {
+
+KernelEstimate gemm_like(KernelClass kind, double flops, std::uint32_t grid) {
+    KernelEstimate k;
+    k.shape.name = "k";
+    k.shape.grid = {grid, 1, 1};
+    k.shape.block = {128, 1, 1};
+    k.shape.regs_per_thread = 64;
+    k.flops = flops;
+    k.dram_bytes = 1e6;
+    k.math = MathMode::tf32;
+    k.kind = kind;
+    return k;
+}
+
+Calibration sample_calibration() {
+    Calibration c;
+    c.device_key = "h200";
+    c.device_name = "NVIDIA H200";
+    c.sm_count = 132;
+    c.cc_major = 9;
+    c.cc_minor = 0;
+    c.source = "test";
+    c.graph_kernel_time_scale = 0.93;
+    c.eager_kernel_time_scale = 1.02;
+    c.sim.corun_slowdown = 0.5;
+    c.sim.event_latency_ns = 700;
+    c.sim.op_host_ns = 3000;
+    c.estimate.floor_ns = 2000;
+    c.estimate.size_exponent = 0.7;
+    c.estimate.scale[index_of(KernelClass::conv_forward)] = 3.5;
+    c.estimate.scale[index_of(KernelClass::elementwise)] = 2.0;
+    c.estimate.fill_mid_ns[index_of(KernelClass::conv_forward)] = 4096;
+    c.estimate.fill_width[index_of(KernelClass::conv_forward)] = 1.0;
+    return c;
+}
+
+nlohmann::json with(nlohmann::json j, const nlohmann::json::json_pointer& at, nlohmann::json value) {
+    j[at] = std::move(value);
+    return j;
+}
+
+}  // namespace
+
+TEST_CASE("calibrated estimates: floor + scale x reference x (roofline / reference)^exponent, fallbacks, fill") {
+    const DeviceSpec& dev = find_device("h200");
+    EstimateCalibration c;
+    c.floor_ns = 1500;
+    c.size_exponent = 0.5;
+    c.reference_ns = 10000;
+    c.scale[index_of(KernelClass::conv_forward)] = 4.0;
+    c.scale[index_of(KernelClass::elementwise)] = 2.0;
+
+    const KernelEstimate conv = gemm_like(KernelClass::conv_forward, 1e9, 4000);
+    const double roof = roofline_ns(dev, conv);
+    CHECK(roof == doctest::Approx(std::max(1e9 / (dev.peak_tf32_tflops * 1e3), 1e6 / dev.dram_bytes_per_ns())));
+    CHECK(estimate_kernel(dev, conv, c).duration_ns == doctest::Approx(1500 + 4.0 * 10000 * std::sqrt(roof / 10000)));
+
+    // Backward-data has no fit of its own: conv_forward's applies; a class
+    // whose chain ends unfitted keeps the roofline estimate.
+    const KernelEstimate dgrad = gemm_like(KernelClass::conv_backward_data, 1e9, 4000);
+    CHECK(c.scale_for(KernelClass::conv_backward_data) == 4.0);
+    CHECK(estimate_kernel(dev, dgrad, c).duration_ns == doctest::Approx(estimate_kernel(dev, conv, c).duration_ns));
+    CHECK(c.scale_for(KernelClass::normalization) == 2.0);
+    CHECK(c.scale_for(KernelClass::other) == 0.0);
+    const KernelEstimate other = gemm_like(KernelClass::other, 1e9, 4000);
+    CHECK(estimate_kernel(dev, other, c).duration_ns == estimate_kernel(dev, other).duration_ns);
+
+    // Fill: a small grid is widened to the share of slots the curve gives,
+    // a grid already wider is left alone; the duration does not change.
+    c.fill_mid_ns[index_of(KernelClass::conv_forward)] = roof;  // at the midpoint: half the slots
+    c.fill_width[index_of(KernelClass::conv_forward)] = 1.0;
+    CHECK(c.fill_for(KernelClass::conv_forward, roof) == doctest::Approx(0.5));
+    const KernelEstimate small = gemm_like(KernelClass::conv_forward, 1e9, 3);
+    const KernelCost widened = estimate_kernel(dev, small, c);
+    const double slots = static_cast<double>(occupancy(dev, small.shape).blocks_per_sm) * dev.sm_count;
+    CHECK(widened.shape.grid.x == static_cast<std::uint32_t>(std::ceil(0.5 * slots)));
+    CHECK(slot_fill(dev, widened.shape) == doctest::Approx(0.5).epsilon(0.01));
+    CHECK(widened.duration_ns == doctest::Approx(estimate_kernel(dev, conv, c).duration_ns));
+    CHECK(estimate_kernel(dev, conv, c).shape.grid.x == 4000);
+}
+
+TEST_CASE("calibrated costs scale profiled kernels per launch mode") {
+    Calibration c = sample_calibration();
+    OpCosts costs(1);
+    KernelCost k;
+    k.duration_ns = 1000;
+    costs[0].kernels = {k, k};
+    CHECK(calibrated_costs(costs, c, LaunchMode::graph)[0].kernels[1].duration_ns == doctest::Approx(930));
+    CHECK(calibrated_costs(costs, c, LaunchMode::eager)[0].kernels[0].duration_ns == doctest::Approx(1020));
+}
+
+TEST_CASE("a calibration file round-trips and says what is wrong with a bad one") {
+    const Calibration c = sample_calibration();
+    const nlohmann::json j = to_json(c);
+    CHECK(calibration_from_json(j) == c);
+    CHECK(calibration_from_json(nlohmann::json::parse(j.dump())) == c);
+    // A report for people is allowed and not read.
+    CHECK(calibration_from_json(with(j, "/report"_json_pointer, {{"rows", 3}})) == c);
+
+    using P = nlohmann::json::json_pointer;
+    const std::pair<nlohmann::json, std::string> bad[] = {
+        {with(j, P("/format"), "braid.plan"), "$: this is a braid.plan, not a braid.calibration"},
+        {with(j, P("/version"), 2), "$.version: version 2 is not supported (this braid reads version 1)"},
+        {with(j, P("/sim/launch_latency"), 5), "$.sim.launch_latency: unknown simulator parameter"},
+        {with(j, P("/sim/corun_slowdown"), -1), "$.sim: sim::Params::corun_slowdown must be finite and >= 0, got"},
+        {with(j, P("/sim/share_bandwidth"), 1), "$.sim.share_bandwidth: expected true or false, got an integer"},
+        {with(j, P("/estimates/scale/convolution"), 2), "$.estimates.scale.convolution: unknown kernel class"},
+        {with(j, P("/estimates/scale/conv_forward"), 0), "$.estimates.scale.conv_forward: must be > 0"},
+        {with(j, P("/estimates/size_exponent"), 7), "$.estimates.size_exponent: must be between"},
+        {with(j, P("/estimates/fill/conv_forward/width"), 0), "$.estimates.fill.conv_forward.width: must be between"},
+        {with(j, P("/kernel_time_scale/graph"), 0), "$.kernel_time_scale.graph: must be between 0.1 and 10"},
+        {with(j, P("/device/compute_capability"), "9"), "$.device.compute_capability: expected \"major.minor\""},
+        {with(j, P("/device/sm_count"), 0), "$.device.sm_count: must be between 1 and 4096"},
+        {with(j, P("/colour"), "blue"), "$.colour: unknown field"},
+    };
+    for (const auto& [doc, message] : bad) {
+        CAPTURE(message);
+        const std::string e = error_of([&] { (void)calibration_from_json(doc); });
+        CHECK(e.find(message) != std::string::npos);
+    }
+    const std::string missing = (std::filesystem::temp_directory_path() / "braid-no-such-calibration.json").string();
+    CHECK(error_of([&] { (void)load_calibration(missing); }).find("cannot open '" + missing + "'") != std::string::npos);
+}
+
+TEST_CASE("the built-in table: fitted on the H200, used for it and nothing else; --calibration's three meanings") {
+    const DeviceSpec& h200 = find_device("h200");
+    const std::optional<Calibration> c = builtin_calibration(h200);
+    REQUIRE(c);
+    CHECK(c->device_key == "h200");
+    CHECK(c->sm_count == h200.sm_count);
+    CHECK(c->estimate.fitted());
+    CHECK(!builtin_calibration(find_device("a100")));
+    CHECK(!builtin_calibration(find_device("h100")));  // same compute capability, other SM count
+
+    std::vector<std::string> warnings;
+    CHECK(select_calibration("", h200, warnings) == c);
+    CHECK(!select_calibration("none", h200, warnings));
+    const std::string file = (std::filesystem::temp_directory_path() / "braid-calibration-test.json").string();
+    save_calibration(sample_calibration(), file);
+    CHECK(select_calibration(file, h200, warnings) == sample_calibration());
+    CHECK(warnings.empty());
+    CHECK(select_calibration(file, find_device("a100"), warnings) == sample_calibration());
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("the calibration was fitted on 'NVIDIA H200' (132 SMs, cc 9.0), not on") != std::string::npos);
+    CHECK(describe_calibration(c, "") == "built-in calibration for h200");
+    CHECK(describe_calibration(std::nullopt, "none") == "no calibration");
+    std::filesystem::remove(file);
+}
+
+TEST_CASE("fit_estimates recovers the class scales that made the profiled times") {
+    const DeviceSpec& dev = find_device("h200");
+    // A made-up net: ops of one conv kernel, or a conv and an elementwise
+    // kernel, whose "profiled" times come from a known calibration.
+    EstimateCalibration truth;
+    truth.floor_ns = 2000;
+    truth.size_exponent = 0.65;
+    truth.scale[index_of(KernelClass::conv_forward)] = 3.0;
+    truth.scale[index_of(KernelClass::elementwise)] = 1.5;
+    OpGraphBuilder b;
+    std::vector<OpEstimate> estimates;
+    OpCosts profiled;
+    for (int i = 0; i < 40; ++i) {
+        b.add_op({"op" + std::to_string(i), OpKind::forward, "", {}, {b.add_buffer("b" + std::to_string(i), 64)}, 0});
+        OpEstimate e;
+        e.kernels.push_back(gemm_like(KernelClass::conv_forward, 1e7 * (1 + i * i), 200));
+        if (i % 3 == 0) {
+            KernelEstimate ew = gemm_like(KernelClass::elementwise, 0, 500);
+            ew.dram_bytes = 1e5 * (1 + i);
+            e.kernels.push_back(ew);
+        }
+        OpCost c;
+        for (const KernelEstimate& k : e.kernels) c.kernels.push_back(estimate_kernel(dev, k, truth));
+        profiled.push_back(c);
+        estimates.push_back(e);
+    }
+    const OpGraph g = b.finalize();
+    std::vector<ProfiledNet> nets(1);
+    nets[0].name = "made-up";
+    nets[0].graph = &g;
+    nets[0].device = dev;
+    nets[0].profiled = profiled;
+    nets[0].estimates = estimates;
+    const EstimateCalibration fit = fit_estimates(nets);
+    CHECK(fit.floor_ns == doctest::Approx(2000));
+    CHECK(fit.size_exponent == doctest::Approx(0.65));
+    CHECK(fit.scale[index_of(KernelClass::conv_forward)] == doctest::Approx(3.0).epsilon(1e-3));
+    CHECK(fit.scale[index_of(KernelClass::elementwise)] == doctest::Approx(1.5).epsilon(1e-3));
+    CHECK(fit.scale[index_of(KernelClass::gemm)] == 0.0);  // never seen: not fitted
+
+    nets[0].estimates->pop_back();
+    CHECK(error_of([&] { (void)fit_estimates(nets); }) ==
+          "fit_estimates: net 'made-up' has 39 op estimates but 40 profiled ops");
+}
+
+TEST_CASE("fit_simulator recovers the kernel time scale and constants that made the measured rows") {
+    braid::testing::TestGraph t = braid::testing::inception_like(4);
+    const DeviceSpec& dev = find_device("h200");
+    std::vector<ProfiledNet> nets(1);
+    nets[0].name = "inception_like";
+    nets[0].graph = &t.graph;
+    nets[0].device = dev;
+    nets[0].profiled = t.costs;
+
+    // "Measured" = simulated with known constants.
+    Calibration truth;
+    truth.graph_kernel_time_scale = 0.9;
+    truth.sim.dispatch_latency_ns = 2000;
+    truth.sim.corun_slowdown = 0.6;
+    std::vector<CalibrationRow> rows;
+    for (const Plan& plan : {strategy::serial(t.graph, "h200"), strategy::nimble(t.graph, "h200")}) {
+        CalibrationRow r;
+        r.label = plan.strategy;
+        r.plan = plan;
+        r.mode = LaunchMode::graph;
+        r.measured_ms = {1.0};
+        rows.push_back(r);
+    }
+    for (CalibrationRow& r : rows) {
+        const auto p = predict_rows(nets, std::span<const CalibrationRow>(&r, 1), truth, CostSource::profile);
+        r.measured_ms = {p[0].predicted_ms * 0.999, p[0].predicted_ms, p[0].predicted_ms * 1.001};
+    }
+    const Calibration fit = fit_simulator(nets, rows, Calibration{});
+    for (const RowPrediction& p : predict_rows(nets, rows, fit, CostSource::profile))
+        CHECK(std::abs(p.error_pct()) < 0.5);
+    CHECK(fit.graph_kernel_time_scale == doctest::Approx(0.9).epsilon(0.02));
+}
