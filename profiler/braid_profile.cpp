@@ -1,13 +1,17 @@
-// braid-profile: runs a network on a serial plan under CUPTI (or, when CUPTI
-// cannot start, with CUDA events), writes profile.json, plans it and writes
+// braid-profile: runs a network's step (the built-in demo, or a bundled
+// net's training step) on a serial plan under CUPTI (or, when CUPTI cannot
+// start, with CUDA events), writes profile.json, plans it and writes
 // plan.json, and prints what each layer's kernels do to the GPU. The work is
 // profile_tool.cpp; this is the command line.
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "braid/planner/make_plan.hpp"
+#include "nets/zoo.hpp"
 #include "profile_tool.hpp"
 #include "vocabulary.hpp"
 
@@ -30,10 +34,29 @@ int main(int argc, char** argv) {
     CLI::App app{"braid-profile: profile a network's kernels per op with CUPTI, write profile.json, plan it with "
                  "braid's planner and write plan.json",
                  "braid-profile"};
-    CLI::Option* net = app.add_option("--net", opt.network, "network to run (only the built-in 'demo' for now)")
-        ->check(CLI::IsMember({"demo"}))
-        ->capture_default_str();
-    braid::cli::add_deprecated(app, "--network", opt.network, "--net", net)->check(CLI::IsMember({"demo"}));
+    std::vector<std::string> nets{"demo"};
+    for (const std::string& n : braid::samples::network_names()) nets.push_back(n);
+    CLI::Option* net = app.add_option("--net", opt.network,
+                                      "network whose step is profiled: the built-in 'demo', or a bundled net's training "
+                                      "step (as braid-train trains it)")
+                           ->check(CLI::IsMember(nets))
+                           ->capture_default_str();
+    braid::cli::add_deprecated(app, "--network", opt.network, "--net", net)->check(CLI::IsMember(nets));
+    // A bundled net's size, with braid-train's options and defaults.
+    braid::samples::NetConfig& m = opt.net;
+    CLI::Option* batch =
+        app.add_option("--batch", m.batch, "bundled net: images per iteration")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
+    CLI::Option* image = app.add_option("--image", m.image, "bundled net: image height and width in pixels")
+                             ->check(CLI::Range(1u, 8192u))
+                             ->capture_default_str();
+    CLI::Option* classes = app.add_option("--classes", m.classes, "bundled net: number of classes")
+                               ->check(CLI::Range(2u, 1u << 24))
+                               ->capture_default_str();
+    CLI::Option* width = app.add_option("--width-scale", m.width_scale, "bundled net: multiplies every hidden channel count")
+                             ->check(CLI::Range(1e-6, 64.0))
+                             ->capture_default_str();
+    bool no_aux = false;
+    CLI::Option* aux = app.add_flag("--no-aux", no_aux, "GoogLeNet without its two auxiliary classifiers");
     CLI::Option* gpu = app.add_option("--gpu", opt.device, "CUDA device ordinal of the GPU to profile")
                            ->check(CLI::Range(0, 1023))
                            ->capture_default_str();
@@ -56,13 +79,23 @@ int main(int argc, char** argv) {
     app.add_flag("--no-cupti", opt.no_cupti, "time ops with CUDA events instead of CUPTI (durations-only profile)");
     app.add_flag("--kernels", opt.kernels, "also print every kernel and transfer of every op");
     app.footer(
-        "Example:\n"
+        "Examples:\n"
         "  braid-profile --warmup 5 --iters 20 --profile-out demo.profile.json \\\n"
         "                --plan-out demo.plan.json --strategy braid --max-streams 4 --kernels\n"
+        "  braid-profile --net googlenet --batch 32 --no-aux --profile-out googlenet.profile.json\n"
+        "  (then: braid-plan --profile googlenet.profile.json --plan-out plan.json;\n"
+        "         braid-train --net googlenet --batch 32 --no-aux --backend cuda --strategy plan.json)\n"
         "Without a CUDA device it prints \"no CUDA device\" and exits with 77. When CUPTI cannot start (no\n"
         "libcupti, insufficient privileges, another profiler attached) it says why and falls back to CUDA\n"
         "events: a durations-only profile. BRAID_CUPTI_LIBRARY names the libcupti to load.");
     CLI11_PARSE(app, argc, argv);
+    m.aux_classifiers = !no_aux;
+    for (const CLI::Option* o : {batch, image, classes, width, aux})
+        if (o->count() > 0 && opt.network == "demo") {
+            std::fprintf(stderr, "braid-profile: %s sizes a bundled net; the demo has a fixed size (give --net NAME)\n",
+                         o->get_name().c_str());
+            return 2;
+        }
     try {
         return braid::tool::run_profile_tool(opt);
     } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 // What braid-profile does, as a function the GPU tests can call too: profile
-// a network on a serial plan, write profile.json and plan.json, print the
-// per-layer table. The command line is braid_profile.cpp.
+// a network's step on a serial plan (the demo, or a bundled net's training
+// step), write profile.json and plan.json, print the per-layer table. The
+// command line is braid_profile.cpp.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +10,14 @@
 #include "braid/graph/op_graph.hpp"
 #include "braid/model/device_spec.hpp"
 #include "braid/profiler/profile.hpp"
+#include "nets/zoo.hpp"
 
 namespace braid::tool {
 
 struct ProfileToolOptions {
-    std::string network = "demo";
+    std::string network = "demo";  // "demo" or a bundled net (samples::network_names())
+    // A bundled net's size, as braid-train takes it (net is `network`).
+    samples::NetConfig net;
     int device = 0;
     std::uint32_t warmup = 3;
     std::uint32_t iters = 10;
@@ -26,7 +30,8 @@ struct ProfileToolOptions {
 };
 
 // 0 on success, 77 without a CUDA device ("no CUDA device ..." on stdout).
-// Throws braid::Error (and CUDA errors) for everything else.
+// Throws braid::Error (and CUDA errors, ShapeError for a net that does not
+// build at that size) for everything else.
 int run_profile_tool(const ProfileToolOptions& options);
 
 // After profiling (profile already written to options.out_profile): prints
@@ -35,8 +40,5 @@ int run_profile_tool(const ProfileToolOptions& options);
 // measured and simulated iteration times. Needs no GPU.
 void report(const Profile& profile, const OpGraph& graph, const DeviceSpec& device,
             const ProfileToolOptions& options);
-
-// "ns::(anonymous namespace)::gemm_tiled(float const*, ...)" -> "gemm_tiled".
-std::string short_kernel_name(const std::string& demangled);
 
 }  // namespace braid::tool

@@ -31,12 +31,17 @@
 #include "braid/model/device_table.hpp"
 #include "braid/model/estimate.hpp"
 #include "braid/plan/plan_json.hpp"
+#include "braid/plan/validate.hpp"
 #include "braid/planner/calibration_table.hpp"
 #include "braid/planner/make_plan.hpp"
 #include "braid/planner/tune_cache.hpp"
+#include "braid/profiler/profile_json.hpp"
+#include "braid/profiler/report.hpp"
 #include "caffe/prototxt.hpp"
 #include "nets/zoo.hpp"
+#include "progress.hpp"
 #include "train/host_model.hpp"
+#include "train/net_settings.hpp"
 #include "train/summary.hpp"
 #include "train/training_graph.hpp"
 #include "train/tuning.hpp"
@@ -75,6 +80,8 @@ struct Options {
     std::string tune_cache = braid::default_tune_cache_dir().string();
     bool no_tune_cache = false;
     std::string plan_out;          // write the plan the run uses
+    std::string profile_out;       // cuda: profile the training step (serial, eager) into this file first
+    bool dry_run = false;          // make (or load) and check the plan, then exit
 };
 
 // A usage error: message, exit status 2.
@@ -106,6 +113,12 @@ void validate(Options& o) {
                              " (leave --strategy out, or give braid)"};
         o.strategy = "braid";
     }
+    if (!o.profile_out.empty() && o.backend != "cuda")
+        throw UsageError{"--profile-out profiles the training step on the GPU: give --backend cuda"};
+    if (o.dry_run && (o.tune || !o.profile_out.empty()))
+        throw UsageError{std::string("--dry-run only makes and checks the plan; ") +
+                         (o.tune ? "--tune measures plans" : "--profile-out runs the step on the GPU") +
+                         ": leave one of them out"};
     if (o.mode.empty()) o.mode = o.backend == "cuda" ? braid::cli::default_mode : "eager";
     if (o.mode == "graph" && o.backend != "cuda")
         throw UsageError{"--mode graph replays a captured CUDA graph and needs --backend cuda; the host backend runs "
@@ -239,6 +252,68 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
     return std::move(outcome->plan);
 }
 
+// --dry-run: the plan the run would use (a file's, loaded against the graph
+// built here, or a strategy's), checked, described and, with --plan-out,
+// written; nothing runs. Needs no GPU, whatever the backend.
+int dry_run(const Options& o, const TrainingGraph& tg, const std::string& label) {
+    fmt::print("{}, {} parameters; {} backend, {} strategy; dry run: nothing is trained\n", label,
+               tg.network.parameter_count(), o.backend, o.strategy);
+    const braid::DeviceSpec device = braid::load_device(o.device);
+    const std::optional<braid::Calibration> calibration = training_calibration(o, device);
+    const braid::Plan plan = make_training_plan(o, tg, device, calibration);
+    braid::validate(plan, tg.graph);  // a file's plan was validated on load; a strategy's is checked the same way
+    if (!o.plan_out.empty()) {
+        std::ofstream f(o.plan_out);
+        f << braid::to_json(plan, tg.graph).dump(2) << '\n';
+        f.close();
+        if (!f) throw braid::Error("--plan-out: cannot write " + o.plan_out);
+    }
+    std::size_t parts = 0;
+    for (const braid::PlanStep& step : plan.steps) parts += step.parts > 1 ? 1 : 0;
+    fmt::print("plan '{}' ({}) fits graph {} ({} ops): every dependency ordered; {} streams, {} steps ({} batch "
+               "parts), {} waits\n",
+               plan.strategy, plan.device.empty() ? std::string("no device") : "for " + plan.device,
+               tg.graph.fingerprint(), tg.graph.op_count(), plan.stream_count(), plan.steps.size(), parts,
+               plan.waits.size());
+    return 0;
+}
+
+#if BRAID_SAMPLES_WITH_CUDA
+// --profile-out: the training step profiled as braid-profile --net does it
+// (profile_cuda_training: serial plan, eager, CUPTI or CUDA events), with
+// this run's algorithms and math, written to the file before training.
+void profile_training_step(const Options& o, const TrainingGraph& tg, const std::string& label) {
+    CudaRunOptions run;
+    run.deterministic = o.deterministic || o.check;
+    run.tf32 = !o.no_tf32;
+    run.heuristic_algorithms = o.heuristic_algorithms;
+    TrainingProfileRequest request;
+    request.progress = braid::cli::ProgressBar();
+    request.run.tool = "braid-train --profile-out";
+    if (o.prototxt.empty()) {
+        NetConfig config = o.train.model;
+        config.aux_classifiers = !o.no_aux;
+        request.run.network = describe_network(config);
+        request.run.settings = net_settings(config);
+    } else {
+        request.run.network = label;
+        request.run.settings = {{"prototxt", o.prototxt}};
+    }
+    fmt::print("profiling the training step (serial plan, eager, {} warm-up + {} measured iterations)\n",
+               request.warmup, request.iterations);
+    std::fflush(stdout);
+    const TrainingProfile result = profile_cuda_training(tg, request, run);
+    for (const std::string& w : result.warnings) fmt::print(stderr, "warning: {}\n", w);
+    if (!result.cupti_library.empty()) fmt::print("traced with CUPTI ({})\n", result.cupti_library);
+    braid::save_profile(result.profile, o.profile_out);
+    fmt::print("wrote {} ({}{}); plan from it: braid-plan --profile {}\n", o.profile_out,
+               braid::to_string(result.profile.timing), result.profile.durations_only ? ", durations only" : "",
+               o.profile_out);
+    fmt::print("{}", braid::profiler::format_layer_table(result.profile, tg.graph, result.profile.device));
+    std::fflush(stdout);
+}
+#endif
+
 // The training step of a bundled net or of a prototxt (whose notes go to
 // stderr), and the line that names it.
 TrainingGraph make_training_graph(const Options& o, std::string& label) {
@@ -268,6 +343,7 @@ int train(const Options& o) {
         fmt::print("{}", format_graph_summary(tg, &device));
         return 0;
     }
+    if (o.dry_run) return dry_run(o, tg, label);
 
 #if BRAID_SAMPLES_WITH_CUDA
     if (o.backend == "cuda") {
@@ -301,6 +377,10 @@ int train(const Options& o) {
                plan.device.empty() ? std::string("no device") : "for " + plan.device, plan.stream_count(),
                plan.steps.size(), split_steps, plan.waits.size());
     std::fflush(stdout);
+
+#if BRAID_SAMPLES_WITH_CUDA
+    if (!o.profile_out.empty()) profile_training_step(o, tg, label);
+#endif
 
 #if BRAID_SAMPLES_WITH_CUDA
     if (o.backend == "cuda") {
@@ -441,6 +521,12 @@ int main(int argc, char** argv) {
                              ->needs(tune);
     app.add_flag("--no-tune-cache", o.no_tune_cache, "--tune: neither read nor write the cache")->needs(tune)->excludes(cache);
     app.add_option("--plan-out", o.plan_out, "write the plan the run uses (plan.json; with --tune, what was measured)");
+    app.add_option("--profile-out", o.profile_out,
+                   "cuda: first profile the training step (serial plan, eager, CUPTI) into this file, as braid-profile "
+                   "--net does; then train");
+    app.add_flag("--dry-run", o.dry_run,
+                 "make (or load) the plan and check it against the graph built here, print it, then exit without "
+                 "training (no GPU needed)");
     app.add_flag("--check", o.check, "train a second model serially and compare every weight bitwise");
     app.add_flag("--deterministic", o.deterministic,
                  "cuda: deterministic cuDNN algorithms only (always with --check)");

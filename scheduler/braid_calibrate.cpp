@@ -35,8 +35,8 @@ std::string as_cpp(const braid::Calibration& c) {
     s += fmt::format("    Calibration c;\n    c.device_key = \"{}\";\n    c.device_name = \"{}\";\n", c.device_key, c.device_name);
     s += fmt::format("    c.sm_count = {};\n    c.cc_major = {};\n    c.cc_minor = {};\n", c.sm_count, c.cc_major, c.cc_minor);
     s += fmt::format("    c.source = \"{}\";\n", c.source);
-    s += fmt::format("    c.graph_kernel_time_scale = {};\n    c.eager_kernel_time_scale = {};\n",
-                     num(c.graph_kernel_time_scale), num(c.eager_kernel_time_scale));
+    s += fmt::format("    c.graph_kernel_time_scale = {};\n    c.eager_kernel_time_scale = {};\n    c.cupti_host_scale = {};\n",
+                     num(c.graph_kernel_time_scale), num(c.eager_kernel_time_scale), num(c.cupti_host_scale));
     braid::sim::Params p = c.sim;
     braid::detail::for_each_param(p, [&](const char* name, auto& value) {
         using T = std::remove_reference_t<decltype(value)>;
@@ -47,18 +47,13 @@ std::string as_cpp(const braid::Calibration& c) {
         else
             s += fmt::format("    c.sim.{} = {};\n", name, num(value));
     });
-    s += fmt::format("    c.estimate.floor_ns = {};\n    c.estimate.size_exponent = {};\n    c.estimate.reference_ns = {};\n",
-                     num(c.estimate.floor_ns), num(c.estimate.size_exponent), num(c.estimate.reference_ns));
-    for (braid::KernelClass k : braid::all_kernel_classes)
-        if (c.estimate.scale[braid::index_of(k)] > 0.0)
-            s += fmt::format("    c.estimate.scale[index_of(KernelClass::{})] = {};\n", braid::to_string(k),
-                             num(c.estimate.scale[braid::index_of(k)]));
-    for (braid::KernelClass k : braid::all_kernel_classes)
-        if (c.estimate.fill_mid_ns[braid::index_of(k)] > 0.0)
-            s += fmt::format("    c.estimate.fill_mid_ns[index_of(KernelClass::{0})] = {1};\n"
-                             "    c.estimate.fill_width[index_of(KernelClass::{0})] = {2};\n",
-                             braid::to_string(k), num(c.estimate.fill_mid_ns[braid::index_of(k)]),
-                             num(c.estimate.fill_width[braid::index_of(k)]));
+    s += fmt::format("    c.estimate.reference_ns = {};\n", num(c.estimate.reference_ns));
+    for (braid::KernelClass k : braid::all_kernel_classes) {
+        const braid::KernelClassFit& f = c.estimate[k];
+        if (!f.fitted() && !(f.fill_mid_ns > 0.0)) continue;
+        s += fmt::format("    c.estimate[KernelClass::{}] = {{{}, {}, {}, {}, {}}};\n", braid::to_string(k), num(f.scale),
+                         num(f.floor_ns), num(f.size_exponent), num(f.fill_mid_ns), num(f.fill_width));
+    }
     s += "    return c;\n";
     return s;
 }
@@ -121,18 +116,21 @@ int run(const Options& o) {
     fmt::print("\n  fitted rows (predicted with this calibration):\n{}", braid::samples::format_accuracy(fitted));
     if (!held.empty())
         fmt::print("\n  held-out rows ({}, not seen by the fit):\n{}", o.hold_out, braid::samples::format_accuracy(held));
-    fmt::print("\n  kernel time in an iteration / in the profile: graph {:.3f}, eager {:.3f}\n", c.graph_kernel_time_scale,
-               c.eager_kernel_time_scale);
+    fmt::print("\n  kernel time in an iteration / in the profile: graph {:.3f}, eager {:.3f}; host time per launch, "
+               "plain run / profiled run: {:.3f}\n",
+               c.graph_kernel_time_scale, c.eager_kernel_time_scale, c.cupti_host_scale);
     fmt::print("  simulator: dispatch {:.0f} ns (+{:.0f} ns eager), event latency {:.0f} ns, co-run slowdown {:.3f},\n"
                "             launch {:.0f} ns, op host {:.0f} ns, record {:.0f} ns, wait {:.0f} ns\n",
                c.sim.dispatch_latency_ns, c.sim.eager_dispatch_extra_ns, c.sim.event_latency_ns, c.sim.corun_slowdown,
                c.sim.launch_latency_ns, c.sim.op_host_ns, c.sim.record_latency_ns, c.sim.wait_latency_ns);
-    fmt::print("  estimates: floor {:.0f} ns, size exponent {:.2f}; scale per class:", c.estimate.floor_ns,
-               c.estimate.size_exponent);
-    for (braid::KernelClass k : braid::all_kernel_classes)
-        if (c.estimate.scale[braid::index_of(k)] > 0.0)
-            fmt::print(" {} {:.2f}", braid::to_string(k), c.estimate.scale[braid::index_of(k)]);
-    fmt::print("\n\n  calibration: {}  (braid-plan --calibration {})\n", o.out, o.out);
+    fmt::print("  estimates (scale, floor ns, size exponent, GPU share at half-fill ns) per kernel class:\n");
+    for (braid::KernelClass k : braid::all_kernel_classes) {
+        const braid::KernelClassFit& f = c.estimate[k];
+        if (f.fitted())
+            fmt::print("    {:<22} {:>7.3f} {:>7.0f} {:>6.2f} {:>9.0f}\n", braid::to_string(k), f.scale, f.floor_ns,
+                       f.size_exponent, f.fill_mid_ns);
+    }
+    fmt::print("\n  calibration: {}  (braid-plan --calibration {})\n", o.out, o.out);
     return 0;
 }
 

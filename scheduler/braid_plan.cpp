@@ -16,6 +16,7 @@
 
 #include "braid/braid.hpp"
 #include "braid/profiler/costs.hpp"
+#include "braid/planner/calibrate.hpp"
 #include "braid/planner/calibration_table.hpp"
 #include "braid/profiler/profile_json.hpp"
 #include "caffe/prototxt.hpp"
@@ -56,6 +57,7 @@ struct Problem {
     braid::DeviceSpec device;
     std::optional<braid::Calibration> calibration;
     std::string calibration_text;  // for the report
+    braid::sim::Params sim;        // the simulator's constants: the calibration's, for this profile
     std::string what;       // "googlenet, batch 32, 224x224, 1000 classes"
     std::string cost_source;  // "roofline estimate" or "profile <file>"
     std::vector<std::string> warnings;
@@ -93,7 +95,13 @@ Problem load_problem(const Options& o) {
         if (!warning.empty()) p.warnings.push_back(warning);
         pick_calibration(o, p);
         p.costs = braid::costs_from_profile(prof, *p.profiled, p.device);
-        if (p.calibration) p.costs = braid::calibrated_costs(std::move(p.costs), *p.calibration, launch_mode(o));
+        if (p.calibration) {
+            // The host's cost per launch, from how long the profiled run itself took.
+            const double launch_ns = braid::profiled_launch_ns(*p.profiled, p.device, p.costs,
+                                                               braid::profiled_iteration_ns(prof), p.calibration->sim);
+            p.sim = p.calibration->sim_for_profile(launch_ns);
+            p.costs = braid::calibrated_costs(std::move(p.costs), *p.calibration, launch_mode(o));
+        }
         p.what = "profiled '" + prof.run.network + "' (" + std::to_string(p.profiled->op_count()) + " ops)";
         p.cost_source = "profile " + o.profile + (prof.durations_only ? " (durations only)" : "");
         return p;
@@ -119,6 +127,7 @@ Problem load_problem(const Options& o) {
     }
     p.device = pick_device(o, nullptr);
     pick_calibration(o, p);
+    if (p.calibration) p.sim = p.calibration->sim;
     const std::vector<braid::OpEstimate> estimates = braid::samples::op_estimates(*p.training);
     p.costs = p.calibration ? braid::calibrated_costs(p.device, estimates, *p.calibration, launch_mode(o))
                             : braid::estimate_costs(p.device, estimates);
@@ -153,7 +162,7 @@ int run(const Options& o) {
     braid::ComparisonOptions co;
     co.max_streams = o.max_streams;
     co.mode = launch_mode(o);
-    if (p.calibration) co.sim = p.calibration->sim;
+    co.sim = p.sim;
     const braid::Comparison cmp = braid::compare_strategies(g, p.device, p.costs, co);
     const braid::StrategyRow& chosen = cmp.row(o.strategy);
 

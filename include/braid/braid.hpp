@@ -52,6 +52,7 @@
 #include "braid/profiler/profile.hpp"
 #include "braid/profiler/profile_json.hpp"
 #include "braid/profiler/records.hpp"
+#include "braid/profiler/report.hpp"
 #include "braid/sim/chrome_trace.hpp"
 #include "braid/sim/event_queue.hpp"
 #include "braid/sim/host_issue.hpp"

@@ -1,5 +1,6 @@
 #include "cuda/algorithms.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "braid/cuda/cudnn.hpp"
@@ -137,10 +138,10 @@ bool tensor_op(cudnnMathType_t m) {
     return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-std::optional<ConvAlgorithm> pick(const std::vector<Candidate>& list, const LayerOptions& o) {
+std::optional<ConvAlgorithm> pick(const std::vector<Candidate>& list, const LayerOptions& o, std::size_t budget) {
     for (const Candidate& c : list) {
         if (c.status != CUDNN_STATUS_SUCCESS) continue;
-        if (c.algorithm.workspace_bytes > o.workspace_limit_bytes) continue;
+        if (c.algorithm.workspace_bytes > budget) continue;
         if (o.deterministic && !c.algorithm.deterministic) continue;
         if (!o.tf32 && tensor_op(c.algorithm.math)) continue;
         ConvAlgorithm a = c.algorithm;
@@ -154,25 +155,37 @@ std::optional<ConvAlgorithm> pick(const std::vector<Candidate>& list, const Laye
 
 }  // namespace
 
+std::size_t workspace_budget(std::size_t limit_bytes, std::size_t free_bytes, std::uint32_t lanes) {
+    constexpr std::size_t mib = std::size_t{1} << 20;
+    const std::size_t share = free_bytes / std::max<std::uint32_t>(lanes, 1) / mib * mib;
+    return std::min(limit_bytes, share);
+}
+
 ConvAlgorithm choose_conv_algorithm(cudnnHandle_t handle, ConvPass pass, const ConvProblem& problem,
-                                    const LayerOptions& options, const std::string& layer) {
+                                    const LayerOptions& options, const std::string& layer, std::size_t budget_bytes) {
     braid::cuda::check(cudnnSetConvolutionMathType(problem.conv, options.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
                        "cudnnSetConvolutionMathType");
     const bool can_time = options.search == AlgorithmSearch::find && problem.out_data != nullptr;
     std::string timed_failure;
     if (can_time) {
         try {
-            if (auto a = pick(query(handle, pass, problem, true), options)) return *a;
+            if (auto a = pick(query(handle, pass, problem, true), options, budget_bytes)) return *a;
         } catch (const braid::Error& e) {
             timed_failure = std::string("; cudnnFind failed: ") + e.what();
         }
     }
     const std::vector<Candidate> list = query(handle, pass, problem, false);
-    if (auto a = pick(list, options)) return *a;
+    if (auto a = pick(list, options, budget_bytes)) return *a;
     std::ostringstream why;
     why << "layer '" << layer << "': cuDNN offers no " << (options.deterministic ? "deterministic " : "")
         << to_string(pass) << " algorithm " << (options.tf32 ? "" : "without TF32 ") << "within the "
-        << options.workspace_limit_bytes << "-byte workspace limit (" << list.size() << " candidates:";
+        << budget_bytes << "-byte workspace budget ("
+        << (budget_bytes < options.workspace_limit_bytes
+                ? "device memory sets it: 1/" + std::to_string(workspace_lanes) +
+                      " of what was free; the configured limit is " + std::to_string(options.workspace_limit_bytes) +
+                      " bytes"
+                : "the configured limit, LayerOptions::workspace_limit_bytes")
+        << "; " << list.size() << " candidates:";
     for (const Candidate& c : list)
         why << " algo " << c.algorithm.algo << " status " << static_cast<int>(c.status) << " math "
             << static_cast<int>(c.algorithm.math) << " " << c.algorithm.workspace_bytes << " bytes "

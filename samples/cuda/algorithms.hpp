@@ -34,9 +34,11 @@ struct LayerOptions {
     // reference layers.
     bool tf32 = false;
     AlgorithmSearch search = AlgorithmSearch::find;
-    // Most cuDNN workspace one call may take; at most the lanes' cuDNN
-    // workspace (CudaBackendOptions::cudnn_workspace_bytes).
-    std::size_t workspace_limit_bytes = std::size_t{64} << 20;
+    // Most cuDNN workspace one call may ask for. The choice is also bounded
+    // by the memory free when it is made (workspace_budget). A call takes
+    // the lane's cuDNN workspace when it fits, else the lane's scratch,
+    // which grows to what the chosen algorithms ask for (eager mode).
+    std::size_t workspace_limit_bytes = std::size_t{1} << 30;
     // 0: one library call per body, for the body's images. g > 0: calls over
     // images [k*g, (k+1)*g) only (a batch part must start at a multiple of
     // g), so any split of the batch at multiples of g makes the same calls
@@ -92,10 +94,19 @@ struct ConvProblem {
     std::size_t workspace_bytes = 0;
 };
 
+// How much workspace an algorithm chosen now may ask for: at most
+// `limit_bytes`, and at most a 1/`lanes` share of the `free_bytes` the
+// device has now, so that that many lanes can each hold the workspace of a
+// call at the same time. The share is rounded down to whole MiB.
+inline constexpr std::uint32_t workspace_lanes = 8;
+std::size_t workspace_budget(std::size_t limit_bytes, std::size_t free_bytes, std::uint32_t lanes = workspace_lanes);
+
 // Picks the algorithm of `pass` for `problem` under `options` (timed when
-// the problem carries buffers and options.search is find), or throws
-// braid::Error naming `layer` when cuDNN offers none that fits.
+// the problem carries buffers and options.search is find) among those that
+// want at most `budget_bytes` of workspace, or throws braid::Error naming
+// `layer` when cuDNN offers none that fits (and saying when free memory,
+// not the limit, set the budget).
 ConvAlgorithm choose_conv_algorithm(cudnnHandle_t handle, ConvPass pass, const ConvProblem& problem,
-                                    const LayerOptions& options, const std::string& layer);
+                                    const LayerOptions& options, const std::string& layer, std::size_t budget_bytes);
 
 }  // namespace braid::samples::cuda

@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "braid/cuda/backend.hpp"
+#include "braid/cuda/device.hpp"
 #include "braid/exec/executor.hpp"
 #include "braid/planner/strategies/serial.hpp"
+#include "braid/profiler/cuda/profile_executor.hpp"
 #include "cuda/cuda_model.hpp"
 
 namespace braid::samples {
@@ -27,7 +29,7 @@ std::string cuda_device_description() {
 
 struct CudaTrainer::Impl {
     Impl(const TrainingGraph& g, const braid::Plan& plan, const CudaRunOptions& o)
-        : options(o), model(g, model_options(o)), backend(backend_options(o)) {
+        : options(o), strategy(plan.strategy), model(g, model_options(o)), backend(backend_options(o)) {
         backend.reserve_scratch(model.scratch_bytes());
         executor.emplace(g.graph, plan, backend, model.bodies());
         start = braid::cuda::create_event(cudaEventDefault);
@@ -39,7 +41,7 @@ struct CudaTrainer::Impl {
         m.layers.deterministic = o.deterministic;
         m.layers.tf32 = o.tf32;
         m.layers.search = o.heuristic_algorithms ? cuda::AlgorithmSearch::heuristic : cuda::AlgorithmSearch::find;
-        m.layers.workspace_limit_bytes = o.cudnn_workspace_bytes;
+        m.layers.workspace_limit_bytes = o.conv_workspace_limit_bytes;
         m.layers.split_granule = o.split_granule;
         return m;
     }
@@ -51,6 +53,7 @@ struct CudaTrainer::Impl {
     }
 
     CudaRunOptions options;
+    std::string strategy;  // of the plan the executor runs: what a profile says ran
     CudaModel model;
     braid::CudaBackend backend;
     std::optional<braid::Executor<braid::CudaBackend>> executor;
@@ -101,6 +104,25 @@ std::string CudaTrainer::launch_summary() const {
 }
 
 WeightSnapshot CudaTrainer::weights() const { return snapshot_weights(impl_->model); }
+
+TrainingProfile CudaTrainer::profile(const TrainingProfileRequest& request) {
+    Impl& m = *impl_;
+    braid::profiler::CudaProfileOptions po;
+    po.warmup_iterations = request.warmup;
+    po.measured_iterations = request.iterations;
+    po.use_cupti = request.use_cupti;
+    po.progress = request.progress;
+    braid::ProfileRun run = request.run;
+    run.plan = m.strategy;
+    braid::profiler::CudaProfileResult r = braid::profiler::profile_executor(
+        *m.executor, braid::cuda::device_spec_from_cuda(m.backend.device()), std::move(run), po);
+    TrainingProfile out;
+    out.profile = std::move(r.profile);
+    out.warnings = std::move(r.warnings);
+    out.cupti_library = std::move(r.cupti_library);
+    if (r.cupti_error) out.cupti_error = r.cupti_error->what();
+    return out;
+}
 
 CudaTrainerTiming::CudaTrainerTiming(const TrainingGraph& graph, const CudaRunOptions& options)
     : graph_(graph), options_(options) {}
@@ -183,6 +205,14 @@ int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const
     const WeightComparison cmp = compare_weights(trainer.weights(), reference.weights());
     fmt::print("check against a serial run: {}\n", cmp.describe());
     return cmp.identical ? 0 : 1;
+}
+
+TrainingProfile profile_cuda_training(const TrainingGraph& graph, const TrainingProfileRequest& request,
+                                      CudaRunOptions options) {
+    options.graph_mode = false;  // a replayed CUDA graph calls no body: nothing to attribute
+    CudaTrainer trainer(graph, braid::strategy::serial(graph.graph), options);
+    trainer.warm_up();  // loads kernels, chooses cuDNN algorithms, sizes workspaces: not measured
+    return trainer.profile(request);
 }
 
 }  // namespace braid::samples

@@ -7,13 +7,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "braid/plan/plan.hpp"
 #include "braid/planner/tune.hpp"
+#include "braid/profiler/profile.hpp"
 #include "train/training_graph.hpp"
 #include "train/weights.hpp"
 
@@ -30,7 +33,30 @@ struct CudaRunOptions {
     bool tf32 = true;            // TF32 tensor cores in convolutions and GEMMs
     bool heuristic_algorithms = false;  // cuDNN's heuristics instead of timing algorithms with cudnnFind
     std::uint32_t split_granule = 0;    // see cuda::LayerOptions::split_granule
+    // Each lane's own cuDNN workspace (CudaBackendOptions::cudnn_workspace_bytes);
+    // an algorithm that wants more takes it from the lane's scratch.
     std::size_t cudnn_workspace_bytes = std::size_t{64} << 20;
+    // The most cuDNN workspace one convolution may ask for (see
+    // cuda::LayerOptions::workspace_limit_bytes).
+    std::size_t conv_workspace_limit_bytes = std::size_t{1} << 30;
+};
+
+// What profiling a training step measured: profiler::CudaProfileResult
+// without CUDA types.
+struct TrainingProfile {
+    braid::Profile profile;
+    std::vector<std::string> warnings;  // for the caller to print
+    std::string cupti_library;          // the libcupti that traced; empty when CUDA events timed the ops
+    std::string cupti_error;            // why CUDA events were used instead of CUPTI, if they were
+};
+
+struct TrainingProfileRequest {
+    std::uint32_t warmup = 3;
+    std::uint32_t iterations = 10;  // measured
+    bool use_cupti = true;          // false: CUDA events only (a durations-only profile)
+    braid::ProfileRun run;          // what ran (network, settings, tool); the iteration counts are filled in
+    // After each profiled iteration: phase "warm-up" or "measured".
+    std::function<void(std::string_view phase, std::uint32_t done, std::uint32_t total)> progress;
 };
 
 class CudaTrainer {
@@ -57,6 +83,12 @@ public:
     std::string launch_summary() const;
 
     WeightSnapshot weights() const;
+
+    // Profiles this trainer's plan (braid::profiler::profile_executor): the
+    // request's warm-up and measured iterations, eagerly whatever the mode.
+    // They train the model. Call warm_up() first, so that choosing cuDNN
+    // algorithms is not measured.
+    TrainingProfile profile(const TrainingProfileRequest& request);
 
 private:
     struct Impl;
@@ -99,5 +131,12 @@ struct CudaTrainRequest {
     CudaRunOptions run;
 };
 int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const CudaTrainRequest& request);
+
+// The profile of `graph`'s training step on the current CUDA device, what
+// braid-profile --net and braid-train --profile-out write: a CudaTrainer of
+// the serial plan in eager mode (`options`' algorithms and math; graph_mode
+// is ignored), warmed up, then CudaTrainer::profile. The model is its own.
+TrainingProfile profile_cuda_training(const TrainingGraph& graph, const TrainingProfileRequest& request,
+                                      CudaRunOptions options = {});
 
 }  // namespace braid::samples

@@ -45,14 +45,36 @@ double* scratch_doubles(CudaLane& lane, std::size_t bytes) {
     return static_cast<double*>(lane.scratch.allocate(std::max<std::size_t>(bytes, sizeof(double))));
 }
 
-std::size_t workspace_of(const CudaLane& lane, const LayerOptions& o) {
-    return std::min(lane.cudnn_workspace_bytes, o.workspace_limit_bytes);
-}
-
 bool capturing(cudaStream_t stream) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     braid::cuda::check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
     return status != cudaStreamCaptureStatusNone;
+}
+
+// " (F of T bytes free on the device)", or "" when the runtime cannot say.
+std::string free_memory_note() {
+    std::size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return "";
+    }
+    return " (" + std::to_string(free) + " of " + std::to_string(total) + " bytes free on the device)";
+}
+
+// Where cudnnFind times the algorithms of a problem: a buffer of up to
+// `bytes`, smaller when the device cannot give that much at once (down to
+// none). Freed once the choice is made; never during capture.
+braid::cuda::DeviceBuffer search_workspace(std::size_t bytes) {
+    constexpr std::size_t smallest = std::size_t{1} << 20;
+    for (; bytes >= smallest; bytes /= 2) {
+        try {
+            return braid::cuda::DeviceBuffer(bytes);
+        } catch (const braid::cuda::CudaError& e) {
+            if (e.code() != cudaErrorMemoryAllocation) throw;
+            (void)cudaGetLastError();  // out of memory: a smaller buffer, and so a smaller budget
+        }
+    }
+    return {};
 }
 
 }  // namespace
@@ -107,20 +129,36 @@ const ConvAlgorithm& CudaConv::algorithm(CudaLane& lane, ConvPass pass, std::uin
     std::optional<ConvAlgorithm> a = cache.lookup(key.str());
     if (!a) {
         ConvProblem p = problem;
-        // During capture nothing may run: cuDNN's heuristics choose instead.
-        if (options_.search != AlgorithmSearch::find || capturing(lane.stream)) p.out_data = nullptr;
-        const ConvAlgorithm chosen = choose_conv_algorithm(lane.cudnn, pass, p, options_, name_);
+        std::size_t budget = options_.workspace_limit_bytes;
+        braid::cuda::DeviceBuffer search;
+        if (options_.search != AlgorithmSearch::find || capturing(lane.stream)) {
+            // During capture nothing may run or be allocated: cuDNN's heuristics choose instead.
+            p.out_data = nullptr;
+        } else {
+            std::size_t free = 0, total = 0;
+            braid::cuda::check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+            search = search_workspace(workspace_budget(options_.workspace_limit_bytes, free));
+            budget = search.bytes();
+            p.workspace = search.get();
+            p.workspace_bytes = search.bytes();
+        }
+        const ConvAlgorithm chosen = choose_conv_algorithm(lane.cudnn, pass, p, options_, name_, budget);
         (void)cudaGetLastError();  // cudnnFind may leave a failed trial's status behind
         a = cache.insert(key.str(), chosen);
     }
     return chosen_.emplace(local, *a).first->second;
 }
 
-void CudaConv::run_call(const std::string& call, std::size_t workspace_needed, const CudaLane& lane) const {
-    if (workspace_needed > lane.cudnn_workspace_bytes)
-        throw braid::Error("convolution '" + name_ + "': " + call + " needs " + std::to_string(workspace_needed) +
-                           " bytes of cuDNN workspace, lane " + std::to_string(lane.index) + " has " +
-                           std::to_string(lane.cudnn_workspace_bytes));
+std::pair<void*, std::size_t> CudaConv::workspace(CudaLane& lane, const ConvAlgorithm& a, const char* call) const {
+    if (a.workspace_bytes <= lane.cudnn_workspace_bytes) return {lane.cudnn_workspace, lane.cudnn_workspace_bytes};
+    try {
+        return {lane.scratch.allocate(a.workspace_bytes), a.workspace_bytes};
+    } catch (const braid::Error& e) {
+        throw braid::Error("convolution '" + name_ + "': " + call + " with algorithm " + std::to_string(a.algo) +
+                           " needs " + std::to_string(a.workspace_bytes) + " bytes of cuDNN workspace, more than lane " +
+                           std::to_string(lane.index) + "'s own " + std::to_string(lane.cudnn_workspace_bytes) +
+                           ", and the lane's scratch cannot hold them: " + e.what() + free_memory_note());
+    }
 }
 
 void CudaConv::forward(CudaLane& lane, ConstDeviceView x, const float* weight, const float* bias, DeviceView y,
@@ -133,16 +171,15 @@ void CudaConv::forward(CudaLane& lane, ConstDeviceView x, const float* weight, c
         cudnnTensorDescriptor_t yd = tensors_.get(n, image_shape(layer_.out), y.image_stride);
         const float* xp = x.image(r.begin);
         float* yp = y.image(r.begin);
-        const ConvProblem problem{xd, filter_.get(), conv_.get(), yd, xp, weight, nullptr, yp,
-                                  lane.cudnn_workspace, workspace_of(lane, options_)};
+        const ConvProblem problem{xd, filter_.get(), conv_.get(), yd, xp, weight, nullptr, yp};
         const ConvAlgorithm& a = algorithm(lane, ConvPass::forward, n, x.image_stride, y.image_stride, problem);
-        run_call("cudnnConvolutionForward", a.workspace_bytes, lane);
+        const auto [ws, ws_bytes] = workspace(lane, a, "cudnnConvolutionForward");
         // conv_ is shared by every lane: setting its math type right before
         // the call is safe because CudaBackend issues every body from one thread.
         braid::cuda::check(cudnnSetConvolutionMathType(conv_.get(), a.math), "cudnnSetConvolutionMathType");
         braid::cuda::check(cudnnConvolutionForward(lane.cudnn, &one, xd, xp, filter_.get(), weight, conv_.get(),
-                                                   static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), lane.cudnn_workspace,
-                                                   lane.cudnn_workspace_bytes, &zero, yd, yp),
+                                                   static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws, ws_bytes, &zero,
+                                                   yd, yp),
                            "cudnnConvolutionForward");
         if (bias) check_launch(launch_bias_add(images_of(y, r), bias, lane.stream), "convolution '" + name_ + "' bias");
     });
@@ -158,16 +195,14 @@ void CudaConv::backward_data(CudaLane& lane, ConstDeviceView dy, const float* we
         cudnnTensorDescriptor_t dyd = tensors_.get(n, image_shape(layer_.out), dy.image_stride);
         const float* dyp = dy.image(r.begin);
         float* dxp = dx.image(r.begin);
-        const ConvProblem problem{dxd, filter_.get(), conv_.get(), dyd, nullptr, weight, dyp, dxp,
-                                  lane.cudnn_workspace, workspace_of(lane, options_)};
+        const ConvProblem problem{dxd, filter_.get(), conv_.get(), dyd, nullptr, weight, dyp, dxp};
         const ConvAlgorithm& a =
             algorithm(lane, ConvPass::backward_data, n, dx.image_stride, dy.image_stride, problem);
-        run_call("cudnnConvolutionBackwardData", a.workspace_bytes, lane);
+        const auto [ws, ws_bytes] = workspace(lane, a, "cudnnConvolutionBackwardData");
         braid::cuda::check(cudnnSetConvolutionMathType(conv_.get(), a.math), "cudnnSetConvolutionMathType");
         braid::cuda::check(cudnnConvolutionBackwardData(lane.cudnn, &one, filter_.get(), weight, dyd, dyp, conv_.get(),
-                                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo),
-                                                        lane.cudnn_workspace, lane.cudnn_workspace_bytes, &zero, dxd,
-                                                        dxp),
+                                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), ws,
+                                                        ws_bytes, &zero, dxd, dxp),
                            "cudnnConvolutionBackwardData");
     });
 }
@@ -176,15 +211,13 @@ void CudaConv::backward_weight(CudaLane& lane, ConstDeviceView x, ConstDeviceVie
     const std::uint32_t n = layer_.in.n;
     cudnnTensorDescriptor_t xd = tensors_.get(n, image_shape(layer_.in), x.image_stride);
     cudnnTensorDescriptor_t dyd = tensors_.get(n, image_shape(layer_.out), dy.image_stride);
-    const ConvProblem problem{xd, filter_.get(), conv_.get(), dyd, x.data, nullptr, dy.data, dweight,
-                              lane.cudnn_workspace, workspace_of(lane, options_)};
+    const ConvProblem problem{xd, filter_.get(), conv_.get(), dyd, x.data, nullptr, dy.data, dweight};
     const ConvAlgorithm& a = algorithm(lane, ConvPass::backward_filter, n, x.image_stride, dy.image_stride, problem);
-    run_call("cudnnConvolutionBackwardFilter", a.workspace_bytes, lane);
+    const auto [ws, ws_bytes] = workspace(lane, a, "cudnnConvolutionBackwardFilter");
     braid::cuda::check(cudnnSetConvolutionMathType(conv_.get(), a.math), "cudnnSetConvolutionMathType");
     braid::cuda::check(cudnnConvolutionBackwardFilter(lane.cudnn, &one, xd, x.data, dyd, dy.data, conv_.get(),
-                                                      static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
-                                                      lane.cudnn_workspace, lane.cudnn_workspace_bytes, &zero,
-                                                      filter_.get(), dweight),
+                                                      static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), ws,
+                                                      ws_bytes, &zero, filter_.get(), dweight),
                        "cudnnConvolutionBackwardFilter");
     if (dbias) {
         double* scratch = scratch_doubles(lane, scratch_bytes());

@@ -32,6 +32,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "braid/cuda/backend.hpp"
 #include "cuda/algorithms.hpp"
@@ -80,7 +81,10 @@ public:
 private:
     const ConvAlgorithm& algorithm(CudaLane& lane, ConvPass pass, std::uint32_t images, std::uint64_t x_stride,
                                    std::uint64_t y_stride, const ConvProblem& problem);
-    void run_call(const std::string& call, std::size_t workspace_needed, const CudaLane& lane) const;
+    // The workspace a call with `a` runs in: the lane's cuDNN workspace, or
+    // lane scratch when `a` wants more (an error naming the layer when the
+    // lane cannot get it).
+    std::pair<void*, std::size_t> workspace(CudaLane& lane, const ConvAlgorithm& a, const char* call) const;
 
     std::string name_;
     Conv2d layer_;

@@ -91,6 +91,8 @@ std::vector<braid::KernelEstimate> gemm_kernels(const std::string& name, const G
     main.dram_bytes = dram_bytes + (split > 1 ? float_bytes(static_cast<std::uint64_t>(outputs)) * (split - 1) : 0.0);
     main.math = math;
     main.kind = kind;
+    main.tile_flops = 2.0 * static_cast<double>(tiles_m) * t.m * static_cast<double>(tiles_n) * t.n *
+                      static_cast<double>(p.k) * static_cast<double>(p.batch);
 
     std::vector<braid::KernelEstimate> out{main};
     if (split > 1)

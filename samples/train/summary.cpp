@@ -9,6 +9,14 @@
 
 namespace braid::samples {
 
+std::string describe_network(const NetConfig& c) {
+    // Only GoogLeNet has auxiliary classifiers to leave out.
+    const bool aux_off = c.net == "googlenet" && !c.aux_classifiers;
+    return fmt::format("{}{}: batch {}, {}x{} images, {} classes, width scale {}", c.net,
+                       aux_off ? " without auxiliary classifiers" : "", c.batch, c.image, c.image, c.classes,
+                       c.width_scale);
+}
+
 std::vector<SummaryRow> summarize(const Network& net) {
     std::vector<SummaryRow> rows;
     for (const LayerNode& l : net.layers())

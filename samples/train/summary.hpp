@@ -9,6 +9,7 @@
 
 #include "braid/model/device_spec.hpp"
 #include "nets/network.hpp"
+#include "nets/zoo.hpp"
 #include "train/training_graph.hpp"
 
 namespace braid::samples {
@@ -20,6 +21,10 @@ struct SummaryRow {
     std::uint64_t parameters = 0;
     double forward_flops_per_image = 0.0;
 };
+
+// "googlenet without auxiliary classifiers: batch 32, 224x224 images, 1000
+// classes, width scale 1": what a profile's run.network says it ran.
+std::string describe_network(const NetConfig& config);
 
 std::vector<SummaryRow> summarize(const Network& net);
 std::string format_layer_table(const Network& net);

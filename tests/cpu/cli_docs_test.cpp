@@ -85,6 +85,9 @@ const std::map<std::string, std::string>& tools() {
 #ifdef BRAID_CALIBRATE_PATH
         {"braid-calibrate", BRAID_CALIBRATE_PATH},
 #endif
+#ifdef BRAID_MEASURE_PATH
+        {"braid-measure", BRAID_MEASURE_PATH},
+#endif
     };
     return t;
 }
@@ -93,7 +96,7 @@ const std::map<std::string, std::string>& tools() {
 
 TEST_CASE("every tool's --help lists exactly its options in docs/cli.md") {
     const auto docs = documented();
-    REQUIRE(docs.size() == 5);
+    REQUIRE(docs.size() == 6);
     REQUIRE(!tools().empty());
     for (const auto& [name, path] : tools()) {
         CAPTURE(name);

@@ -93,6 +93,27 @@ TEST_CASE("occupancy: allocated resources per block") {
     CHECK(o.smem_per_block_bytes == 33408);
 }
 
+TEST_CASE("occupancy counts a launch's registers: at least 16 a thread, so CUPTI's count and the compiled one agree") {
+    CHECK(launch_registers_per_thread(0) == 0);  // a pseudo-kernel holds none
+    CHECK(launch_registers_per_thread(8) == 16);
+    CHECK(launch_registers_per_thread(14) == 16);
+    CHECK(launch_registers_per_thread(16) == 16);
+    CHECK(launch_registers_per_thread(22) == 22);  // from 16 up the compiled count (H200: 20, 22, 31, 47, ...)
+    CHECK(launch_registers_per_thread(255) == 255);
+    // On the H200 a 14-register kernel appears in CUPTI with 16: same occupancy, same SM demand.
+    for (const std::uint32_t compiled : {8u, 14u}) {
+        CAPTURE(compiled);
+        const Occupancy from_attributes = occupancy(h100(), kernel(256, compiled));
+        const Occupancy from_cupti = occupancy(h100(), kernel(256, 16));
+        CHECK(from_attributes.regs_per_warp == 512);  // 16 x 32, a multiple of the 256-register unit
+        CHECK(from_attributes.regs_per_warp == from_cupti.regs_per_warp);
+        CHECK(from_attributes.blocks_per_sm == from_cupti.blocks_per_sm);
+        CHECK(BlockDemand::of(from_attributes).regs_per_warp == BlockDemand::of(from_cupti).regs_per_warp);
+    }
+    CHECK(occupancy(h100(), kernel(256, 22)).regs_per_warp == 768);  // 704 rounded up to the 256-register unit
+    CHECK(occupancy(h100(), kernel(32, 0)).regs_per_warp == 0);
+}
+
 TEST_CASE("occupancy: a block that cannot fit names the resource") {
     auto msg = error_of([] { (void)occupancy(h100(), kernel(1024, 128)); });
     CHECK(msg.find("registers") != std::string::npos);

@@ -42,7 +42,7 @@ cudaError_t launch_hash_op(const hashop::OpDesc& op, std::uint32_t image_begin, 
 }
 
 cudaError_t launch_invalid_configuration(cudaStream_t stream) {
-    empty_kernel<<<1, 4096, 0, stream>>>();
+    empty_kernel<<<1, dim3(32, 33), 0, stream>>>();
     return cudaPeekAtLastError();
 }
 

@@ -15,8 +15,10 @@
 cudaError_t launch_hash_op(const hashop::OpDesc& op, std::uint32_t image_begin, std::uint32_t image_end,
                            std::uint8_t* arena, long long delay_cycles, cudaStream_t stream);
 
-// A launch the runtime refuses (more threads per block than any GPU allows):
-// cudaErrorInvalidConfiguration.
+// A launch the runtime refuses: a 32x33 block, each dimension within its
+// limit but 1056 threads, more than any GPU's 1024 per block. The CUDA
+// runtime documents that as cudaErrorInvalidConfiguration; returns what the
+// launch reported (cudaPeekAtLastError), left pending for the backend.
 cudaError_t launch_invalid_configuration(cudaStream_t stream);
 
 // An empty kernel, one block of 32 threads: the launch cost and nothing else.

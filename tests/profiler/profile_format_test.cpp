@@ -11,6 +11,7 @@
 
 #include "braid/model/device_table.hpp"
 #include "braid/profiler/profile_json.hpp"
+#include "braid/profiler/report.hpp"
 #include "profiler_fixtures.hpp"
 #include "test_graphs.hpp"
 
@@ -226,4 +227,46 @@ TEST_CASE("the H200 profiles load with their embedded graphs and survive a round
         CHECK(p.graph->fingerprint() == p.graph_fingerprint);
         CHECK(profile_from_json(json::parse(to_json(p).dump())) == p);
     }
+}
+
+TEST_CASE("the per-layer and per-kernel tables of an H200 profile: every layer once, totals, occupancy") {
+    const Profile p = load_profile(std::string(BRAID_SOURCE_DIR) + "/tests/data/h200/resnet50-b8.profile.json");
+    REQUIRE(p.graph);
+    const OpGraph& graph = *p.graph;
+    const DeviceSpec& h200 = find_device("h200");
+    const std::string layers = profiler::format_layer_table(p, graph, h200);
+    CAPTURE(layers.substr(0, 2000));
+    // One row per layer: layer1.0.conv1 has forward, backward-data, -weight and update ops.
+    std::size_t rows = 0;
+    for (std::size_t at = layers.find("\nlayer1.0.conv1 "); at != std::string::npos;
+         at = layers.find("\nlayer1.0.conv1 ", at + 1))
+        ++rows;
+    CHECK(rows == 1);
+    CHECK(layers.find("\nlayer ") != std::string::npos);  // the header
+    CHECK(layers.find("limiter") != std::string::npos);
+    CHECK(layers.find("blk/SM") != std::string::npos);
+    CHECK(layers.find("/132 ") != std::string::npos);  // SMs covered, of the H200's 132
+    double total_ns = 0.0;
+    for (const ProfiledOp& op : p.ops) total_ns += op.duration.median_ns;
+    char total[64];
+    std::snprintf(total, sizeof total, " %4zu", graph.op_count());
+    CHECK(layers.find("\ntotal ") != std::string::npos);
+    CHECK(layers.find(total, layers.find("\ntotal ")) != std::string::npos);
+    // Columns line up: every row's ops count ends where the header's "ops" ends.
+    const std::size_t header = layers.find("\nlayer ") + 1;
+    const std::size_t ops_end = layers.find(" ops ", header) + 4 - header;
+    const std::size_t row = layers.find("\nlayer1.0.conv1 ") + 1;
+    CHECK(layers.substr(row + ops_end - 4, 4) == "   4");
+    std::snprintf(total, sizeof total, "%11.1f\n", total_ns / 1000.0);
+    CHECK(layers.find(total) != std::string::npos);
+    CHECK(layers.find("durations-only") == std::string::npos);
+
+    const std::string kernels = profiler::format_kernel_table(p, h200);
+    std::size_t kernel_rows = 0, expected = 0;
+    for (const ProfiledOp& op : p.ops) expected += op.kernels.size() + op.transfers.size();
+    for (char c : kernels) kernel_rows += c == '\n' ? 1 : 0;
+    CHECK(kernel_rows == expected + 2);  // a blank line and the header first
+    CHECK(profiler::short_kernel_name("void braid::samples::cuda::(anonymous namespace)::relu_forward_kernel("
+                                      "braid::samples::cuda::ConstDeviceImages, float*)") == "relu_forward_kernel");
+    CHECK(profiler::short_kernel_name("void cutlass::Kernel<foo<1, 2>>(Params)") == "Kernel<foo<1, 2>>");
 }

@@ -10,11 +10,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "braid/model/device_table.hpp"
 #include "braid/plan/plan_json.hpp"
 #include "braid/planner/make_plan.hpp"
+#include "braid/profiler/profile_json.hpp"
 #include "run_command.hpp"
 #include "train/training_graph.hpp"
 
@@ -212,6 +214,117 @@ TEST_CASE("braid-train --tune measures braid's plans on the host, trains with th
     std::filesystem::remove_all(cache);
     std::filesystem::remove(plan_out);
 }
+
+TEST_CASE("braid-train --dry-run and --profile-out: what they need and refuse") {
+    const Run dry = braid_train("--net resnet18 " + tiny + " --strategy nimble --dry-run");
+    CAPTURE(dry.output);
+    CHECK(dry.status == 0);
+    CHECK(dry.output.find("dry run: nothing is trained") != std::string::npos);
+    CHECK(dry.output.find("plan 'nimble' (for h200) fits graph fnv1a64:") != std::string::npos);
+    CHECK(dry.output.find("every dependency ordered") != std::string::npos);
+    CHECK(dry.output.find("iteration 1/") == std::string::npos);
+    check_fails("--net resnet18 " + tiny + " --dry-run --tune", "--dry-run only makes and checks the plan; --tune");
+    check_fails("--net resnet18 " + tiny + " --profile-out p.json",
+                "--profile-out profiles the training step on the GPU: give --backend cuda");
+#if BRAID_SAMPLES_WITH_CUDA
+    // Without a GPU it says so, as every CUDA path does; with one it writes the profile and trains.
+    const std::string out = (std::filesystem::temp_directory_path() / ("braid-train-" + std::to_string(getpid()) +
+                                                                      ".profile.json")).string();
+    const Run profiled = braid_train("--net resnet18 " + tiny + " --backend cuda --profile-out " + out);
+    CAPTURE(profiled.output);
+    if (profiled.status == 77) {
+        CHECK(profiled.output.find("braid-train: no CUDA device") != std::string::npos);
+    } else {
+        CHECK(profiled.status == 0);
+        CHECK(profiled.output.find("wrote " + out) != std::string::npos);
+        CHECK(profiled.output.find("iteration 2/2") != std::string::npos);
+        CHECK(std::filesystem::exists(out));
+        std::filesystem::remove(out);
+    }
+#endif
+}
+
+#ifdef BRAID_PROFILE_PATH
+TEST_CASE("braid-profile --net: braid-train's network options, errors before the GPU, exit 77 without one") {
+    const auto profile = [](const std::string& args) {
+        return braid::testing::run_command(std::string(BRAID_PROFILE_PATH) + " " + args);
+    };
+    const Run none = profile("--net googlenet --batch 32 --no-aux --profile-out /nonexistent/p.json");
+    CAPTURE(none.output);
+    if (none.status == 77) CHECK(none.output.find("no CUDA device") != std::string::npos);
+    else CHECK(none.status != 0);  // with a GPU: the profile cannot be written there
+    const Run small = profile("--net googlenet --image 16");
+    CAPTURE(small.output);
+    CHECK(small.status == 1);
+    CHECK(small.output.find("the smallest image googlenet accepts is 47x47") != std::string::npos);
+    const Run demo = profile("--batch 4");
+    CAPTURE(demo.output);
+    CHECK(demo.status == 2);
+    CHECK(demo.output.find("--batch sizes a bundled net; the demo has a fixed size") != std::string::npos);
+    const Run unknown = profile("--net alexnet");
+    CAPTURE(unknown.output);
+    CHECK(unknown.status != 0);
+    CHECK(unknown.output.find("alexnet not in {demo,googlenet,resnet18") != std::string::npos);
+}
+#endif
+
+#ifdef BRAID_PLAN_PATH
+// The loop without a GPU, on the profiles measured on the H200: braid-plan
+// plans each one, and braid-train loads the plan against the training graph
+// it builds for the same net (--dry-run: loaded, validated, not trained).
+TEST_CASE("profile -> braid-plan --profile -> braid-train --strategy plan.json, with the H200 profiles") {
+    struct Case {
+        const char* profile;
+        const char* net;
+        braid::samples::NetConfig config;
+    };
+    const auto config = [](const char* net, std::uint32_t batch, bool aux) {
+        braid::samples::NetConfig c;
+        c.net = net;
+        c.batch = batch;
+        c.aux_classifiers = aux;
+        return c;
+    };
+    const Case cases[] = {
+        {"googlenet-noaux-b8", "--net googlenet --no-aux --batch 8", config("googlenet", 8, false)},
+        {"googlenet-noaux-b32", "--net googlenet --no-aux --batch 32", config("googlenet", 32, false)},
+        {"resnet50-b8", "--net resnet50 --batch 8", config("resnet50", 8, true)},
+        {"resnet50-b32", "--net resnet50 --batch 32", config("resnet50", 32, true)},
+    };
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("braid-loop-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    std::map<std::string, std::string> fingerprint_of;
+    for (const Case& c : cases) {
+        CAPTURE(c.profile);
+        const std::string profile = std::string(BRAID_SOURCE_DIR) + "/tests/data/h200/" + c.profile + ".profile.json";
+        const std::string plan = (dir / (std::string(c.profile) + ".plan.json")).string();
+        // The graph the profile ran is the one braid builds for that net today.
+        braid::samples::TrainConfig tc;
+        tc.model = c.config;
+        const std::string built = braid::samples::build_training_graph(tc).graph.fingerprint();
+        CHECK(braid::load_profile(profile).graph_fingerprint == built);
+        fingerprint_of[c.profile] = built;
+
+        const Run planned = braid::testing::run_command(std::string(BRAID_PLAN_PATH) + " --profile " + profile +
+                                                        " --out " + dir.string() + " --plan-out " + plan);
+        CAPTURE(planned.output);
+        REQUIRE(planned.status == 0);
+        const Run dry = braid_train(std::string(c.net) + " --strategy " + plan + " --dry-run");
+        CAPTURE(dry.output);
+        CHECK(dry.status == 0);
+        CHECK(dry.output.find("plan 'braid' (for h200) fits graph " + built) != std::string::npos);
+    }
+    // A plan for the net at another batch size is another graph: refused, both fingerprints named.
+    const Run other = braid_train("--net resnet50 --batch 32 --strategy " + (dir / "resnet50-b8.plan.json").string() +
+                                  " --dry-run");
+    CAPTURE(other.output);
+    CHECK(other.status == 1);
+    CHECK(other.output.find("this plan was made for graph " + fingerprint_of["resnet50-b8"]) != std::string::npos);
+    CHECK(other.output.find("not for this graph " + fingerprint_of["resnet50-b32"]) != std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+#endif
 
 }  // TEST_SUITE
 

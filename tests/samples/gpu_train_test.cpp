@@ -1,5 +1,6 @@
 // Whole training steps on the GPU (suite 'gpu'): a CudaModel starts from
-// HostModel's bits and trains like it (within tolerance); braid, nimble and
+// HostModel's bits and trains like it (within near_host.hpp's tolerance, in
+// FP32); braid, nimble and
 // glp4nn plans give the serial plan's bits in eager and graph mode on
 // reduced GoogLeNet (with its auxiliary heads) and ResNet-50; a plan that
 // splits every op gives the whole-batch bits under the split granule.
@@ -19,6 +20,7 @@
 #include "braid/planner/strategies/serial.hpp"
 #include "cuda/cuda_model.hpp"
 #include "cuda/cuda_trainer.hpp"
+#include "near_host.hpp"
 #include "train/host_model.hpp"
 #include "train/training_graph.hpp"
 #include "train/weights.hpp"
@@ -47,39 +49,20 @@ WeightSnapshot train(const TrainingGraph& tg, const braid::Plan& plan, const Cud
     return t.weights();
 }
 
-// Every parameter/state element of `gpu` near the host's: at most 0.1% of
-// the elements beyond |a - b| <= 1e-5 + 1e-3 |b| (a ReLU or max-pool
-// decision at a value within rounding of zero or of a tie can flip between
-// CPU and GPU), none beyond 1e-3 + 1e-2 |b|.
+// Every parameter/state element of `gpu` near the host's (near_host.hpp
+// gives the bound and why it holds for these configurations).
 void check_near_host(const WeightSnapshot& gpu, const WeightSnapshot& host) {
     const TrainingGraph& tg = *host.graph;
-    std::uint64_t elements = 0, loose = 0, outside = 0;
-    std::string worst;
-    for (braid::BufferId id = 0; id < tg.buffers.size(); ++id) {
-        const BufferInfo& info = tg.buffers[id];
-        if (!is_weight(info)) continue;
-        if (info.element != ElementType::f32) {
-            CHECK_MESSAGE(gpu.buffers[id] == host.buffers[id], tg.graph.buffer(id).name);
-            continue;
-        }
-        const std::size_t n = host.buffers[id].size() / 4;
-        REQUIRE(gpu.buffers[id].size() == host.buffers[id].size());
-        for (std::size_t i = 0; i < n; ++i) {
-            float a = 0, b = 0;
-            std::memcpy(&a, gpu.buffers[id].data() + 4 * i, 4);
-            std::memcpy(&b, host.buffers[id].data() + 4 * i, 4);
-            const double d = std::abs(static_cast<double>(a) - b);
-            ++elements;
-            if (!(d <= 1e-5 + 1e-3 * std::abs(b))) ++loose;
-            if (!(d <= 1e-3 + 1e-2 * std::abs(b)) && outside++ < 3)
-                worst += tg.graph.buffer(id).name + "[" + std::to_string(i) + "]: " + std::to_string(a) + " vs " +
-                         std::to_string(b) + "; ";
-        }
-    }
-    CAPTURE(worst);
-    CHECK(outside == 0);
-    CHECK_MESSAGE(loose * 1000 <= elements, loose << " of " << elements << " elements beyond the tight bound");
-    MESSAGE(tg.network.name() << ": " << loose << " of " << elements << " weight elements beyond the tight bound");
+    for (braid::BufferId id = 0; id < tg.buffers.size(); ++id)
+        if (is_weight(tg.buffers[id])) REQUIRE(gpu.buffers[id].size() == host.buffers[id].size());
+    const samples_test::NearCount c = samples_test::count_near(gpu, host);
+    CAPTURE(c.worst);
+    CHECK(c.different_integers.empty());
+    CHECK(c.beyond_loose == 0);
+    CHECK_MESSAGE(c.beyond_tight * 1000 <= c.elements, c.beyond_tight << " of " << c.elements
+                                                                      << " elements beyond the tight bound");
+    MESSAGE(tg.network.name() << ": " << c.beyond_tight << " of " << c.elements
+                              << " weight elements beyond the tight bound");
 }
 
 // Each splittable op in `parts` parts, all on one stream, in topological order.
@@ -97,7 +80,7 @@ TEST_SUITE("gpu") {
 TEST_CASE("a CudaModel starts from HostModel's bits and trains like it") {
     for (const std::string net : {"googlenet", "resnet18"}) {
         CAPTURE(net);
-        const TrainingGraph tg = build_training_graph(small(net));
+        const TrainingGraph tg = build_training_graph(samples_test::near_host_config(net));
         HostModel host(tg);
         {
             const CudaModel start(tg);
@@ -161,7 +144,7 @@ TEST_CASE("braid, nimble and glp4nn plans give the serial bits on the GPU, eager
 TEST_CASE("every op in 3 parts: the split granule gives the whole-batch bits, plain parts stay within tolerance") {
     for (const std::string net : {"googlenet", "resnet18"}) {
         CAPTURE(net);
-        const TrainingGraph tg = build_training_graph(small(net));
+        const TrainingGraph tg = build_training_graph(samples_test::near_host_config(net));
         const braid::Plan parts = split_everything(tg.graph, 3);
         const braid::Plan serial = braid::strategy::serial(tg.graph);
         const std::uint32_t granule = split_granule(parts, tg.graph);
@@ -174,8 +157,13 @@ TEST_CASE("every op in 3 parts: the split granule gives the whole-batch bits, pl
         CAPTURE(exact.describe());
         CHECK(exact.identical);
 
+        // Without a granule a part's library calls may take other kernels: a rounding
+        // difference, bounded like CudaModel's against the host, in FP32. With TF32 a
+        // split may swap a tensor-core kernel (10-bit products) for an FMA one, and the
+        // difference is TF32's own error: the H200 run saw conv1.weight 0.00155 apart.
         CudaRunOptions plain;
         plain.deterministic = true;
+        plain.tf32 = false;
         const WeightSnapshot split = train(tg, parts, plain, 2), whole = train(tg, serial, plain, 2);
         const ToleranceComparison near = compare_weights_within(split, whole, 1e-3, 1e-4);
         CAPTURE(near.describe());

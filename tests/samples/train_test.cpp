@@ -1,12 +1,14 @@
 // Training on the host with the serial runner: reduced-width GoogLeNet and
 // ResNet-18 at 32x32 learn; split batches and repeated runs give the same
-// bits; the weight comparison finds a difference and names it.
+// bits; the weight comparison finds a difference and names it; one-ulp
+// rounding differences per op stay within the GPU tests' bound.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
 #include <numeric>
 
+#include "near_host.hpp"
 #include "samples_test_util.hpp"
 #include "train/host_model.hpp"
 #include "train/synthetic_data.hpp"
@@ -161,6 +163,35 @@ TEST_CASE("a failing body is reported with its op") {
     CHECK_THROWS_WITH_AS(run_serial(tg.graph, bodies), "op 'fc.forward': out of paper", braid::ExecutionError);
     bodies.pop_back();
     CHECK_THROWS_AS(run_serial(tg.graph, bodies), braid::ExecutionError);
+}
+
+// The argument behind gpu_train_test.cpp's bound, checked without a GPU: two
+// steps of the reference with every op's results one ulp off (another
+// implementation's rounding) stay far inside the bound for the GPU tests'
+// configurations, and ResNet-18 at 32x32 shows why they are not 32x32.
+TEST_CASE("rounding differences per op stay within the GPU tests' bound on their nets, not on ResNet-18 at 32x32") {
+    for (const std::string net : {"googlenet", "resnet18"}) {
+        CAPTURE(net);
+        const TrainingGraph tg = build_training_graph(near_host_config(net));
+        HostModel reference(tg);
+        for (int i = 0; i < 2; ++i) reference.run_serial_iteration();
+        const NearCount c = count_near(train_with_rounding_noise(tg, 2), snapshot_weights(reference));
+        CAPTURE(c.worst);
+        CHECK(c.near());
+        CHECK(c.beyond_loose == 0);
+        // A tenth of the 0.1% the bound allows: room for a GPU that rounds by more than an ulp.
+        CHECK(c.beyond_tight * 10000 <= c.elements);
+    }
+    TrainConfig ill = near_host_config("resnet18");
+    ill.model.image = 32;
+    const TrainingGraph tg = build_training_graph(ill);
+    HostModel reference(tg);
+    for (int i = 0; i < 2; ++i) reference.run_serial_iteration();
+    const NearCount c = count_near(train_with_rounding_noise(tg, 2), snapshot_weights(reference));
+    MESSAGE("resnet18 at 32x32: " << c.beyond_tight << " of " << c.elements << " beyond the tight bound, "
+                                  << c.beyond_loose << " beyond the loose one");
+    CHECK(c.beyond_tight * 100 > c.elements);  // over 1%: the H200's CudaModel was at 8.3% here
+    CHECK_FALSE(c.near());
 }
 
 }  // TEST_SUITE

@@ -6,6 +6,9 @@
 #include <string>
 
 #include "braid/braid.hpp"
+#include "braid/planner/calibration_json.hpp"
+#include "braid/planner/calibration_table.hpp"
+#include "braid/profiler/measurements.hpp"
 #include "test_graphs.hpp"
 
 namespace braid::fuzz {
@@ -73,13 +76,52 @@ Outcome profile(std::string_view bytes) {
     return Outcome::accepted;
 }
 
+// A calibration is applied to estimates and to the simulator: both must run.
+Outcome calibration(std::string_view bytes) {
+    const nlohmann::json j = detail::parse_json(std::string(bytes), "fuzz");
+    const Calibration c = calibration_from_json(j);
+    same_after_round_trip(calibration_from_json(to_json(c)) == c, "the calibration");
+    const testing::TestGraph& tg = plan_graph();
+    const DeviceSpec& dev = find_device("h200");
+    std::vector<OpEstimate> estimates;
+    for (const OpCost& op : tg.costs) {
+        OpEstimate e;
+        for (const KernelCost& k : op.kernels) {
+            KernelEstimate ke;
+            ke.shape = k.shape;
+            ke.flops = k.duration_ns * 1e4;
+            ke.dram_bytes = k.duration_ns * 100;
+            ke.kind = static_cast<KernelClass>(estimates.size() % kernel_class_count);
+            e.kernels.push_back(ke);
+        }
+        estimates.push_back(std::move(e));
+    }
+    const OpCosts costs = calibrated_costs(dev, estimates, c, LaunchMode::eager);
+    (void)predict(tg.graph, strategy::nimble(tg.graph), dev, costs, LaunchMode::eager, c.sim);
+    (void)predict(tg.graph, strategy::nimble(tg.graph), dev, calibrated_costs(tg.costs, c, LaunchMode::graph),
+                  LaunchMode::graph, c.sim);
+    return Outcome::accepted;
+}
+
+// The document alone: the files its rows name are not opened.
+Outcome measurements(std::string_view bytes) {
+    const nlohmann::json j = detail::parse_json(std::string(bytes), "fuzz");
+    (void)measurements_from_json(detail::JsonReader(j, "$"), ".");
+    return Outcome::accepted;
+}
+
 using Target = Outcome (*)(std::string_view);
 struct Entry {
     std::string_view name;
     Target run;
 };
-constexpr std::array<Entry, 4> targets{{{"device", device}, {"graph", graph}, {"plan", plan}, {"profile", profile}}};
-constexpr std::array<std::string_view, 4> names{"device", "graph", "plan", "profile"};
+constexpr std::array<Entry, 6> targets{{{"device", device},
+                                        {"graph", graph},
+                                        {"plan", plan},
+                                        {"profile", profile},
+                                        {"calibration", calibration},
+                                        {"measurements", measurements}}};
+constexpr std::array<std::string_view, 6> names{"device", "graph", "plan", "profile", "calibration", "measurements"};
 
 std::string text(const nlohmann::json& j) { return j.dump(1) + "\n"; }
 
@@ -162,6 +204,20 @@ std::vector<Seed> seeds(std::string_view name) {
     } else if (name == "profile") {
         out.push_back({"cupti.json", text(to_json(synthetic_profile(false)))});
         out.push_back({"events.json", text(to_json(synthetic_profile(true)))});
+    } else if (name == "calibration") {
+        for (const Calibration& c : builtin_calibrations()) out.push_back({c.device_key + ".json", text(to_json(c))});
+        Calibration bare;
+        bare.device_name = "a GPU";
+        bare.sm_count = 8;
+        bare.cc_major = 8;
+        out.push_back({"defaults.json", text(to_json(bare))});
+    } else if (name == "measurements") {
+        const std::string row = R"({"label": "nimble", "profile": "p.profile.json", "plan": "nimble", "mode": "graph", )"
+                                R"("network": {"net": "resnet50", "batch": 8, "no_aux": false, "width_scale": 1.0}, "ms": [9.4, 9.5]})";
+        out.push_back({"one-row.json", R"({"format": "braid.measurements", "version": 1, "device": {"name": "NVIDIA H200", )"
+                                       R"("driver": "580"}, "source": "seed", "rows": [)" + row + "]}\n"});
+        out.push_back({"two-rows.json", R"({"format": "braid.measurements", "version": 1, "device": {"key": "h200"}, "rows": [)" +
+                                            row + R"(, {"profile": "q.json", "plan": "plans/x.plan.json", "mode": "eager", "ms": [1]}]})" + "\n"});
     } else {
         throw std::invalid_argument("no fuzz target named '" + std::string(name) + "'");
     }

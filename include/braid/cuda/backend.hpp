@@ -11,7 +11,9 @@
 //          block changed, updating the executable graph in place when
 //          cudaGraphExecUpdate allows it.
 // Every op body runs on the calling thread inside an NVTX range named after
-// the op; after it, cudaGetLastError() tells whether a CUDA call in it failed.
+// the op; after it, cudaGetLastError() tells whether a CUDA call in it failed
+// (an error already pending when run() starts is reported as that, not
+// blamed on the first op).
 // Needs cudart, cuBLAS and cuDNN at link time.
 #pragma once
 
@@ -144,6 +146,12 @@ public:
 
     // ---------------------------------------------------- ExecutionBackend
     bool begin_iteration(const CompiledPlan& plan, IterationKey key) {
+        // cudaGetLastError after each body must see that body's error only.
+        if (const cudaError_t pending = cudaGetLastError(); pending != cudaSuccess)
+            throw cuda::CudaError(pending, "cudaGetLastError",
+                                  std::string("a CUDA error was pending before the iteration began: ") +
+                                      cudaGetErrorName(pending) + " (" + cudaGetErrorString(pending) +
+                                      "), left by a CUDA call made outside the op bodies before run()");
         ensure_lanes(plan);
         while (events_.size() < plan.event_count) events_.push_back(cuda::create_event());
         key_ = key;
@@ -196,21 +204,21 @@ public:
         if (options_.nvtx) nvtxRangePop();
         if (!failure_ && options_.synchronize_each_op && !capturing_) (void)cudaStreamSynchronize(lane.stream);
         const cudaError_t e = cudaGetLastError();  // also clears it
-        if (!failure_ && e != cudaSuccess)
-            failure_ = StepFailure{ctx.step, std::make_exception_ptr(cuda::CudaError(
-                                                 e, "cudaGetLastError",
-                                                 std::string("a CUDA call in the body failed: ") + cudaGetErrorName(e) +
-                                                     " (" + cudaGetErrorString(e) +
-                                                     "), reported by cudaGetLastError after the body"))};
+        if (e != cudaSuccess) {
+            if (failure_) failure_->error = with_pending_error(failure_->error, e);
+            else failure_ = StepFailure{ctx.step, std::make_exception_ptr(body_error(e))};
+        }
         if (!failure_ && capturing_) {
             cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
             const cudaError_t q = cudaStreamIsCapturing(lane.stream, &status);
+            const cudaError_t code = q != cudaSuccess ? q : cudaErrorStreamCaptureInvalidated;
             if (q != cudaSuccess || status != cudaStreamCaptureStatusActive)
                 failure_ = StepFailure{
                     ctx.step, std::make_exception_ptr(cuda::CudaError(
-                                  q != cudaSuccess ? q : cudaErrorStreamCaptureInvalidated, "cudaStreamIsCapturing",
-                                  "the body broke the CUDA graph capture of lane " + std::to_string(lane.index) +
-                                      " (a synchronising call, or work on a stream outside the capture?)"))};
+                                  code, "cudaStreamIsCapturing",
+                                  "the body broke the CUDA graph capture of lane " + std::to_string(lane.index) + ": " +
+                                      cudaGetErrorName(code) + " (" + cudaGetErrorString(code) +
+                                      "; a synchronising call, or work on a stream outside the capture?)"))};
         }
         issued_ = ctx.step + 1;
     }
@@ -403,6 +411,38 @@ private:
                 cuda::check_noexcept(cudaStreamSynchronize(l->stream.get()), "cudaStreamSynchronize");
                 l->lane.scratch.free_retired();
             }
+    }
+
+    // What cudaGetLastError reported after a body. CUDA keeps only the last
+    // error: once a failed call has invalidated a capture, later calls
+    // overwrite its code with cudaErrorStreamCaptureInvalidated.
+    static cuda::CudaError body_error(cudaError_t e) {
+        std::string what = std::string("a CUDA call in the body failed: ") + cudaGetErrorName(e) + " (" +
+                           cudaGetErrorString(e) + "), reported by cudaGetLastError after the body";
+        if (e == cudaErrorStreamCaptureInvalidated)
+            what += "; an earlier call of the body invalidated the CUDA graph capture and CUDA no longer says which: "
+                    "run the plan in eager mode (LaunchMode::eager) to see that call's error";
+        return cuda::CudaError(e, "cudaGetLastError", what);
+    }
+
+    // A body threw while a CUDA error was pending: its exception, with the
+    // CUDA error's name added when its message lacks it.
+    static std::exception_ptr with_pending_error(std::exception_ptr thrown, cudaError_t e) {
+        const std::string name = cudaGetErrorName(e);
+        try {
+            try {
+                std::rethrow_exception(thrown);
+            } catch (const std::exception& inner) {
+                const std::string what = inner.what();
+                if (what.find(name) != std::string::npos) return thrown;
+                std::throw_with_nested(cuda::CudaError(
+                    e, "cudaGetLastError",
+                    what + "; cudaGetLastError after the body also reported " + name + " (" + cudaGetErrorString(e) + ")"));
+            }
+        } catch (...) {
+            return std::current_exception();
+        }
+        return thrown;
     }
 
     void fail(std::uint32_t step, cudaError_t e, const char* api) {

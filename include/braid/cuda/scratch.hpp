@@ -38,7 +38,7 @@ public:
                             " bytes but the op asked for " + std::to_string(start + bytes) +
                             " during CUDA graph capture; reserve it first (CudaBackend::reserve_scratch) or run "
                             "one iteration in eager mode");
-            grow(std::max(start + bytes, 2 * block_.bytes()));
+            grow(start + bytes, std::max(start + bytes, 2 * block_.bytes()));
             return allocate(bytes, alignment);
         }
         used_ = start + bytes;
@@ -72,8 +72,25 @@ public:
     void free_retired() noexcept { retired_.clear(); }
 
 private:
-    void grow(std::size_t bytes) {
-        DeviceBuffer bigger(bytes);
+    // A block of `preferred` bytes (room for the next requests), or of just
+    // `needed` when the device cannot give that much.
+    void grow(std::size_t needed, std::size_t preferred) {
+        DeviceBuffer bigger;
+        try {
+            bigger = DeviceBuffer(preferred);
+        } catch (const CudaError& e) {
+            if (e.code() != cudaErrorMemoryAllocation) throw;
+            (void)cudaGetLastError();
+            try {
+                bigger = DeviceBuffer(needed);
+            } catch (const CudaError& again) {
+                (void)cudaGetLastError();
+                throw CudaError(again.code(), again.api(),
+                                "lane " + std::to_string(lane_) + " scratch cannot grow from " +
+                                    std::to_string(block_.bytes()) + " to " + std::to_string(needed) +
+                                    " bytes: " + again.what());
+            }
+        }
         if (block_) retired_.push_back(std::move(block_));
         block_ = std::move(bigger);
         used_ = 0;  // earlier allocations of this body stay valid in the retired block

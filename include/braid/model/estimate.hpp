@@ -30,6 +30,9 @@ struct KernelEstimate {
     double dram_bytes = 0.0;  // bytes read plus written in DRAM
     MathMode math = MathMode::fp32;
     KernelClass kind = KernelClass::other;  // which calibrated efficiency applies
+    // The arithmetic the kernel's tiles do, padding included (a 16-channel
+    // output in 64-wide tiles does four times its useful work); 0: `flops`.
+    double tile_flops = 0.0;
 };
 
 struct OpEstimate {
@@ -82,46 +85,59 @@ inline KernelCost estimate_kernel(const DeviceSpec& dev, const KernelEstimate& k
 
 // Estimated kernel times fitted to a GPU's profiles, per kernel class
 // (planner/calibrate.hpp fits them, calibration files carry them):
-//   t = floor_ns + scale[class] x reference_ns x (roofline / reference_ns)^size_exponent
-// where `roofline` is the kernel's time at the device's peak compute or DRAM
-// rate, whichever binds, without efficiency or quantisation. An exponent
+//   t = floor_ns + scale x reference_ns x (roofline / reference_ns)^size_exponent
+// where `roofline` is the kernel's time at the device's peak compute (on its
+// tiles, padding included) or DRAM rate, whichever binds, without
+// efficiency or wave quantisation. An exponent
 // below 1 says what profiles show: small kernels run further from the peak
-// than large ones (latency, tails, small tiles). A class without a fit uses
-// its fallback's (kernel_class.hpp); with none, the uncalibrated roofline.
+// than large ones (latency, tails, small tiles); the floor is what a nearly
+// empty kernel of the class still takes.
 //
 // The share of the GPU's block slots (min(1, blocks / (blocks per SM x
 // SMs))) a class's profiled kernels hold grows with the problem: libraries
 // pick tiles and split-K so that even mid-sized problems spread over most
-// SMs. Per class it is fitted as a logistic curve in log2 of the roofline
-// time, 1 / (1 + 2^((log2 fill_mid_ns - log2 roofline) / fill_width)). An
+// SMs. It is fitted as a logistic curve in log2 of the roofline time,
+// 1 / (1 + 2^((log2 fill_mid_ns - log2 roofline) / fill_width)). An
 // estimated kernel that holds less than its curve says gets its grid
-// widened to that share (the time model above still sets its duration), so
-// the simulator does not find room beside it that the real kernel leaves
-// none of.
-struct EstimateCalibration {
+// widened to that share (the time model still sets its duration), so the
+// simulator does not find room beside it that the real kernel leaves none of.
+struct KernelClassFit {
+    double scale = 0.0;  // 0: not fitted
     double floor_ns = 0.0;
     double size_exponent = 1.0;
-    double reference_ns = 10000.0;
-    std::array<double, kernel_class_count> scale{};  // 0: not fitted
-    std::array<double, kernel_class_count> fill_mid_ns{};  // 0: keep the estimated grid
-    std::array<double, kernel_class_count> fill_width{};   // log2 units
+    double fill_mid_ns = 0.0;  // 0: keep the estimated grid
+    double fill_width = 1.0;   // log2 units
 
-    // The slot share a kernel of class `c` with this roofline time holds; 0: no fit.
-    double fill_for(KernelClass c, double roofline) const noexcept {
-        const double mid = fill_mid_ns[index_of(c)];
-        if (!(mid > 0.0)) return 0.0;
-        return 1.0 / (1.0 + std::exp2((std::log2(mid) - std::log2(std::max(roofline, 1e-3))) / fill_width[index_of(c)]));
+    bool fitted() const noexcept { return scale > 0.0; }
+    double time_ns(double roofline, double reference_ns) const {
+        return floor_ns + scale * reference_ns * std::pow(std::max(roofline, 0.0) / reference_ns, size_exponent);
+    }
+    // The slot share a kernel with this roofline time holds; 0: no fit.
+    double fill(double roofline) const noexcept {
+        if (!(fill_mid_ns > 0.0)) return 0.0;
+        return 1.0 / (1.0 + std::exp2((std::log2(fill_mid_ns) - std::log2(std::max(roofline, 1e-3))) / fill_width));
     }
 
-    // The fitted scale that applies to `c`, following fallbacks; 0 when none.
-    double scale_for(KernelClass c) const noexcept {
+    friend bool operator==(const KernelClassFit&, const KernelClassFit&) = default;
+};
+
+struct EstimateCalibration {
+    double reference_ns = 10000.0;
+    std::array<KernelClassFit, kernel_class_count> classes{};
+
+    KernelClassFit& operator[](KernelClass c) noexcept { return classes[index_of(c)]; }
+    const KernelClassFit& operator[](KernelClass c) const noexcept { return classes[index_of(c)]; }
+
+    // The time fit that applies to `c`, following fallbacks (kernel_class.hpp);
+    // nullptr when none of them was fitted.
+    const KernelClassFit* time_fit(KernelClass c) const noexcept {
         for (std::optional<KernelClass> k = c; k; k = fallback_of(*k))
-            if (scale[index_of(*k)] > 0.0) return scale[index_of(*k)];
-        return 0.0;
+            if ((*this)[*k].fitted()) return &(*this)[*k];
+        return nullptr;
     }
     bool fitted() const noexcept {
-        for (double s : scale)
-            if (s > 0.0) return true;
+        for (const KernelClassFit& f : classes)
+            if (f.fitted()) return true;
         return false;
     }
 
@@ -130,11 +146,8 @@ struct EstimateCalibration {
 
 // The kernel's time at the device's peak compute or DRAM rate, whichever binds.
 inline double roofline_ns(const DeviceSpec& dev, const KernelEstimate& k) {
-    return std::max(k.flops / peak_flops_per_ns(dev, k.math), k.dram_bytes / dev.dram_bytes_per_ns());
-}
-
-inline double calibrated_ns(const EstimateCalibration& c, double scale, double roofline) {
-    return c.floor_ns + scale * c.reference_ns * std::pow(roofline / c.reference_ns, c.size_exponent);
+    const double flops = std::max(k.flops, k.tile_flops);
+    return std::max(flops / peak_flops_per_ns(dev, k.math), k.dram_bytes / dev.dram_bytes_per_ns());
 }
 
 // The share of the GPU's block slots a kernel holds: min(1, blocks / slots).
@@ -146,9 +159,9 @@ inline double slot_fill(const DeviceSpec& dev, const KernelShape& shape) {
 
 inline KernelCost estimate_kernel(const DeviceSpec& dev, const KernelEstimate& k, const EstimateCalibration& c) {
     KernelCost cost = estimate_kernel(dev, k);  // checks the estimate; the memory-bound call
-    const double scale = c.scale_for(k.kind);
-    if (scale > 0.0) cost.duration_ns = std::max(1.0, calibrated_ns(c, scale, roofline_ns(dev, k)));
-    const double fill = c.fill_for(k.kind, roofline_ns(dev, k));
+    const double roofline = roofline_ns(dev, k);
+    if (const KernelClassFit* fit = c.time_fit(k.kind)) cost.duration_ns = std::max(1.0, fit->time_ns(roofline, c.reference_ns));
+    const double fill = c[k.kind].fill(roofline);
     if (fill > 0.0) {
         const Occupancy o = occupancy(dev, k.shape);
         const double slots = static_cast<double>(o.blocks_per_sm) * dev.sm_count;

@@ -53,6 +53,20 @@ struct Occupancy {
     std::uint64_t smem_per_block_bytes = 0;  // allocated, incl. the driver's reserve
 };
 
+// The registers a launch gives each thread of a kernel compiled to use
+// `compiled` (cudaFuncGetAttributes' numRegs): never fewer than 16.
+// cuda_occupancy.h warns that "when the function is launched on device, the
+// register count may change"; CUPTI's registersPerThread, the launch's count,
+// is 16 for kernels compiled to 8 or 14 registers and the compiled count from
+// 16 up (every kernel of the samples on the H200, tests/data/h200; Nsight
+// Compute shows 16 for a 10-register kernel on sm_86). The occupancy model
+// counts the launch's registers, so a compiled count and CUPTI's give the
+// same answer. 0 stays 0: a pseudo-kernel that holds no registers.
+inline constexpr std::uint32_t min_launch_registers_per_thread = 16;
+constexpr std::uint32_t launch_registers_per_thread(std::uint32_t compiled) noexcept {
+    return compiled == 0 ? 0 : std::max(compiled, min_launch_registers_per_thread);
+}
+
 namespace detail {
 
 inline cudaOccDeviceProp occ_device(const DeviceSpec& d) {
@@ -77,7 +91,7 @@ inline cudaOccDeviceProp occ_device(const DeviceSpec& d) {
 inline cudaOccFuncAttributes occ_function(const DeviceSpec& d, const KernelShape& k) {
     cudaOccFuncAttributes a;
     a.maxThreadsPerBlock = INT_MAX;
-    a.numRegs = static_cast<int>(k.regs_per_thread);
+    a.numRegs = static_cast<int>(launch_registers_per_thread(k.regs_per_thread));
     a.sharedSizeBytes = k.static_smem_bytes;
     a.partitionedGCConfig = PARTITIONED_GC_OFF;
     a.shmemLimitConfig = FUNC_SHMEM_LIMIT_OPTIN;

@@ -38,11 +38,26 @@ struct Calibration {
     // launch mode (the profile ran eagerly under CUPTI).
     double graph_kernel_time_scale = 1.0;
     double eager_kernel_time_scale = 1.0;
-    sim::Params sim;
+    // The host's cost per launch in a plain eager run over its cost in the
+    // profiled run (CUPTI records every call), for a profile that says how
+    // long its own run took (planner/calibrate.hpp, profiled_launch_ns).
+    double cupti_host_scale = 1.0;
+    sim::Params sim;  // sim.launch_latency_ns: for plans without a profile
     EstimateCalibration estimate;
 
     double kernel_time_scale(LaunchMode mode) const noexcept {
         return mode == LaunchMode::graph ? graph_kernel_time_scale : eager_kernel_time_scale;
+    }
+    // The simulator's constants for a plan from a profile whose own run cost
+    // `profiled_launch_ns` per launch: that, scaled to a plain run, replaces
+    // the per-launch and per-body host costs.
+    sim::Params sim_for_profile(double profiled_launch_ns) const noexcept {
+        sim::Params p = sim;
+        if (profiled_launch_ns > 0.0) {
+            p.launch_latency_ns = cupti_host_scale * profiled_launch_ns;
+            p.op_host_ns = 0.0;
+        }
+        return p;
     }
 
     friend bool operator==(const Calibration&, const Calibration&) = default;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -22,6 +23,13 @@
 namespace braid {
 
 namespace detail {
+
+// 0.05, 2, 1e+06: short, for error messages.
+inline std::string fmt_number(double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+}
 
 // Every sim::Params field, by its JSON name.
 template <class F>
@@ -75,59 +83,47 @@ inline sim::Params sim_params_from_json(const detail::JsonReader& r) {
 }
 
 inline nlohmann::json to_json(const EstimateCalibration& c) {
-    nlohmann::json scale = nlohmann::json::object();
-    for (KernelClass k : all_kernel_classes)
-        if (c.scale[index_of(k)] > 0.0) scale[std::string(to_string(k))] = c.scale[index_of(k)];
-    nlohmann::json fill = nlohmann::json::object();
-    for (KernelClass k : all_kernel_classes)
-        if (c.fill_mid_ns[index_of(k)] > 0.0)
-            fill[std::string(to_string(k))] = {{"mid_ns", c.fill_mid_ns[index_of(k)]}, {"width", c.fill_width[index_of(k)]}};
-    return {{"floor_ns", c.floor_ns}, {"size_exponent", c.size_exponent}, {"reference_ns", c.reference_ns},
-            {"scale", scale},          {"fill", fill}};
+    nlohmann::json classes = nlohmann::json::object();
+    for (KernelClass k : all_kernel_classes) {
+        const KernelClassFit& f = c[k];
+        if (!f.fitted() && !(f.fill_mid_ns > 0.0)) continue;
+        nlohmann::json j{{"scale", f.scale}, {"floor_ns", f.floor_ns}, {"size_exponent", f.size_exponent}};
+        if (f.fill_mid_ns > 0.0) {
+            j["fill_mid_ns"] = f.fill_mid_ns;
+            j["fill_width"] = f.fill_width;
+        }
+        classes[std::string(to_string(k))] = j;
+    }
+    return {{"reference_ns", c.reference_ns}, {"classes", classes}};
 }
 
 inline EstimateCalibration estimate_calibration_from_json(const detail::JsonReader& r) {
-    r.allow_only({"floor_ns", "size_exponent", "reference_ns", "scale", "fill"});
+    r.allow_only({"reference_ns", "classes"});
     EstimateCalibration c;
-    auto bounded = [&](const char* field, double fallback, double lo, double hi) {
-        const double v = r.get_or<double>(field, fallback);
-        if (!(v >= lo && v <= hi)) r.at(field).fail("must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+    auto bounded = [](const detail::JsonReader& in, const char* field, double fallback, double lo, double hi) {
+        const double v = in.get_or<double>(field, fallback);
+        if (!(v >= lo && v <= hi))
+            in.at(field).fail("must be between " + detail::fmt_number(lo) + " and " + detail::fmt_number(hi));
         return v;
     };
-    c.floor_ns = bounded("floor_ns", c.floor_ns, 0.0, 1e9);
-    c.size_exponent = bounded("size_exponent", c.size_exponent, 0.05, 2.0);
-    c.reference_ns = bounded("reference_ns", c.reference_ns, 1.0, 1e9);
-    // {"conv_forward": 2.5, ...}: a number per kernel class, in (0, most].
-    auto per_class = [&](const char* field, std::array<double, kernel_class_count>& out, double most) {
-        auto s = r.find(field);
-        if (!s) return;
-        s->expect_object();
-        for (auto it = s->json().begin(); it != s->json().end(); ++it) {
-            const detail::JsonReader v(*it, s->path() + "." + it.key());
+    c.reference_ns = bounded(r, "reference_ns", c.reference_ns, 1.0, 1e9);
+    if (auto classes = r.find("classes")) {
+        classes->expect_object();
+        for (auto it = classes->json().begin(); it != classes->json().end(); ++it) {
+            const detail::JsonReader v(*it, classes->path() + "." + it.key());
             const auto k = kernel_class_from_string(it.key());
             if (!k) {
                 std::string list;
                 for (KernelClass x : all_kernel_classes) list += (list.empty() ? "" : ", ") + std::string(to_string(x));
                 throw FormatError(v.path(), "unknown kernel class (expected one of: " + list + ")");
             }
-            const double value = v.get<double>();
-            if (!(value > 0.0 && value <= most)) v.fail("must be > 0 and <= " + std::to_string(most));
-            out[index_of(*k)] = value;
-        }
-    };
-    per_class("scale", c.scale, 1e6);
-    if (auto f = r.find("fill")) {
-        f->expect_object();
-        for (auto it = f->json().begin(); it != f->json().end(); ++it) {
-            const detail::JsonReader v(*it, f->path() + "." + it.key());
-            const auto k = kernel_class_from_string(it.key());
-            if (!k) throw FormatError(v.path(), "unknown kernel class");
-            v.allow_only({"mid_ns", "width"});
-            const double mid = v.get<double>("mid_ns"), width = v.get<double>("width");
-            if (!(mid > 0.0 && mid <= 1e9)) v.at("mid_ns").fail("must be > 0 and <= 1e9");
-            if (!(width >= 0.05 && width <= 64.0)) v.at("width").fail("must be between 0.05 and 64");
-            c.fill_mid_ns[index_of(*k)] = mid;
-            c.fill_width[index_of(*k)] = width;
+            v.allow_only({"scale", "floor_ns", "size_exponent", "fill_mid_ns", "fill_width"});
+            KernelClassFit& f = c[*k];
+            f.scale = bounded(v, "scale", 0.0, 0.0, 1e6);
+            f.floor_ns = bounded(v, "floor_ns", 0.0, 0.0, 1e9);
+            f.size_exponent = bounded(v, "size_exponent", 1.0, 0.05, 2.0);
+            f.fill_mid_ns = bounded(v, "fill_mid_ns", 0.0, 0.0, 1e9);
+            f.fill_width = bounded(v, "fill_width", 1.0, 0.05, 64.0);
         }
     }
     return c;
@@ -143,6 +139,7 @@ inline nlohmann::json to_json(const Calibration& c) {
               {"compute_capability", std::to_string(c.cc_major) + "." + std::to_string(c.cc_minor)}}},
             {"source", c.source},
             {"kernel_time_scale", {{"graph", c.graph_kernel_time_scale}, {"eager", c.eager_kernel_time_scale}}},
+            {"cupti_host_scale", c.cupti_host_scale},
             {"sim", to_json(c.sim)},
             {"estimates", to_json(c.estimate)}};
 }
@@ -150,7 +147,8 @@ inline nlohmann::json to_json(const Calibration& c) {
 // `report` (what the fit saw, for people) may be present and is not read.
 inline Calibration calibration_from_json(const detail::JsonReader& r) {
     r.expect_format("braid.calibration");
-    r.allow_only({"format", "version", "device", "source", "kernel_time_scale", "sim", "estimates", "report"});
+    r.allow_only({"format", "version", "device", "source", "kernel_time_scale", "cupti_host_scale", "sim", "estimates",
+                  "report"});
     if (const int v = r.get<int>("version"); v != Calibration::format_version)
         r.at("version").fail("version " + std::to_string(v) + " is not supported (this braid reads version " +
                              std::to_string(Calibration::format_version) + ")");
@@ -180,6 +178,8 @@ inline Calibration calibration_from_json(const detail::JsonReader& r) {
             if (!(*field >= 0.1 && *field <= 10.0)) s->at(name).fail("must be between 0.1 and 10");
         }
     }
+    c.cupti_host_scale = r.get_or<double>("cupti_host_scale", 1.0);
+    if (!(c.cupti_host_scale >= 0.05 && c.cupti_host_scale <= 10.0)) r.at("cupti_host_scale").fail("must be between 0.05 and 10");
     if (auto s = r.find("sim")) c.sim = sim_params_from_json(*s);
     if (auto e = r.find("estimates")) c.estimate = estimate_calibration_from_json(*e);
     return c;

@@ -45,6 +45,14 @@ inline std::string profile_device_warning(const Profile& profile, const DeviceSp
            ": kernel times are taken as measured, launch shapes and resources as recorded; predictions may be off";
 }
 
+// How long the profiled run's own iterations took (median, first activity
+// to last), when CUPTI timed every kernel: the run the planner derives the
+// host's cost per launch from (planner/calibrate.hpp, profiled_launch_ns).
+// 0 for event profiles, whose op durations include idle gaps.
+inline double profiled_iteration_ns(const Profile& profile) {
+    return profile.timing == ProfileTiming::cupti && profile.iteration ? profile.iteration->median_ns : 0.0;
+}
+
 // The launch shape a durations-only op gets on `target`: one full wave.
 inline KernelShape durations_only_shape(const DeviceSpec& target, const std::string& op_name) {
     KernelShape k;

@@ -138,6 +138,7 @@ inline CalibrationInputs calibration_inputs(const MeasurementSet& m, const Estim
             net.graph = in.graphs.back().get();
             net.device = p.device;
             net.profiled = costs_from_profile(p, *net.graph, p.device);
+            net.profiled_iteration_ns = profiled_iteration_ns(p);
             if (estimates) net.estimates = estimates(row, *net.graph);
             in.nets.push_back(std::move(net));
         }
