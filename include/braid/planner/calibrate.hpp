@@ -422,6 +422,8 @@ inline Calibration fit_simulator(std::span<const ProfiledNet> nets, std::span<co
     // The kernels are the same in both modes: what eager runs add is host
     // time and dispatch gaps, which the eager stages fit.
     c.eager_kernel_time_scale = c.graph_kernel_time_scale;
+    // Only eager rows say what the profiled run's host cost means for a plain run.
+    if (c.cupti_host_scale == 0.0 && !select(LaunchMode::eager, false).empty()) c.cupti_host_scale = 1.0;
     const std::vector<double> launch = attach_profiled_launches(c);
     detail::search(prepared, select(LaunchMode::eager, true), c, eager_serial, s, r, p);
     detail::search(prepared, select(LaunchMode::eager, false), c, eager_all, s, r, p);

@@ -41,7 +41,8 @@ struct Calibration {
     // The host's cost per launch in a plain eager run over its cost in the
     // profiled run (CUPTI records every call), for a profile that says how
     // long its own run took (planner/calibrate.hpp, profiled_launch_ns).
-    double cupti_host_scale = 1.0;
+    // 0: plans from profiles keep sim's launch costs too.
+    double cupti_host_scale = 0.0;
     sim::Params sim;  // sim.launch_latency_ns: for plans without a profile
     EstimateCalibration estimate;
 
@@ -53,7 +54,7 @@ struct Calibration {
     // the per-launch and per-body host costs.
     sim::Params sim_for_profile(double profiled_launch_ns) const noexcept {
         sim::Params p = sim;
-        if (profiled_launch_ns > 0.0) {
+        if (profiled_launch_ns > 0.0 && cupti_host_scale > 0.0) {
             p.launch_latency_ns = cupti_host_scale * profiled_launch_ns;
             p.op_host_ns = 0.0;
         }

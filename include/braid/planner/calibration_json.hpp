@@ -178,8 +178,9 @@ inline Calibration calibration_from_json(const detail::JsonReader& r) {
             if (!(*field >= 0.1 && *field <= 10.0)) s->at(name).fail("must be between 0.1 and 10");
         }
     }
-    c.cupti_host_scale = r.get_or<double>("cupti_host_scale", 1.0);
-    if (!(c.cupti_host_scale >= 0.05 && c.cupti_host_scale <= 10.0)) r.at("cupti_host_scale").fail("must be between 0.05 and 10");
+    c.cupti_host_scale = r.get_or<double>("cupti_host_scale", 0.0);
+    if (!(c.cupti_host_scale == 0.0 || (c.cupti_host_scale >= 0.05 && c.cupti_host_scale <= 10.0)))
+        r.at("cupti_host_scale").fail("must be 0 (not used) or between 0.05 and 10");
     if (auto s = r.find("sim")) c.sim = sim_params_from_json(*s);
     if (auto e = r.find("estimates")) c.estimate = estimate_calibration_from_json(*e);
     return c;
