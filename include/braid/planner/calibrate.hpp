@@ -9,7 +9,9 @@
 //     iterations of plans (rows), by a staged search that simulates every row
 //     for each candidate constant. Serial rows fix the kernel time scale and
 //     dispatch gap, concurrent rows the co-run slowdown and event latency,
-//     eager rows the host's launch costs.
+//     eager rows the extra dispatch gap of eager launches and how the host's
+//     cost per launch in the profiled run (profiled_launch_ns) maps onto a
+//     plain run.
 // The objective is the mean of |log(predicted / measured)|: one odd row
 // cannot drag every constant after it; the report names the worst.
 #pragma once

@@ -69,11 +69,12 @@ struct Params {
     int graph_hardware_queues = 32;
     bool share_bandwidth = true;              // slow memory-bound kernels when DRAM is oversubscribed
     // Co-running kernels slow each other (shared issue slots, L1/L2, DRAM).
-    // A block presses 1 / (blocks_per_sm x SMs) of the GPU, so a kernel alone
-    // at a full wave presses exactly 1; while the running blocks press P > 1,
-    // each progresses at 1 / (1 + corun_slowdown x (P - 1)). 0: no slowdown
-    // (co-resident blocks run at their isolated speed); 1: the GPU's
-    // throughput is shared in proportion.
+    // A block presses 1 / (b x SMs) of the GPU, b the blocks its kernel puts
+    // on one SM in its own first wave (min(blocks per SM, ceil(blocks /
+    // SMs))), so a kernel alone presses at most 1; while the running blocks
+    // press P > 1, each progresses at 1 / (1 + corun_slowdown x (P - 1)).
+    // 0: no slowdown (co-resident blocks run at their isolated speed); 1: the
+    // GPU's throughput is shared in proportion.
     double corun_slowdown = 0.0;
 
     friend bool operator==(const Params&, const Params&) = default;

@@ -107,7 +107,7 @@ private:
         std::uint64_t unplaced = 0;  // blocks not yet put on an SM
         std::uint64_t running = 0;   // blocks on SMs now
         double dram_per_block = 0.0;  // bytes/ns per running block; 0: never slowed
-        double pressure_per_block = 0.0;  // 1 / (blocks_per_sm x SMs): a full wave alone presses 1
+        double pressure_per_block = 0.0;  // 1 / (first-wave blocks per SM x SMs): alone, it presses at most 1
         int priority = 0;
         std::uint32_t order = 0;  // launch action: earlier launches first
         std::uint32_t stream = 0;
