@@ -23,6 +23,7 @@ bool in_groups(const std::vector<std::string>& groups, const std::string& g) {
 braid::CalibrationInputs read_calibration_inputs(const std::vector<std::string>& files, std::vector<std::string>* notes) {
     if (files.empty()) throw braid::Error("no measurements or profile files given");
     braid::CalibrationInputs all;
+    std::vector<std::string> skipped;  // profiles that could not be used, and why
     auto estimates = [](const braid::MeasuredRow& row, const braid::OpGraph& graph) {
         return net_estimates(row.network, graph);
     };
@@ -37,11 +38,11 @@ braid::CalibrationInputs read_calibration_inputs(const std::vector<std::string>&
             if (!p.graph) throw braid::ProfileError("profile '" + file + "' has no embedded graph; profile again");
             std::optional<std::vector<braid::OpEstimate>> est = net_estimates(p.run.settings, *p.graph);
             if (!est) {
-                if (notes)
-                    notes->push_back("profile '" + file +
+                skipped.push_back("profile '" + file +
                                      "' does not name a bundled network (run.settings has no 'net'): it cannot "
                                      "inform the estimate fit; profile with braid-profile --net, or list it in a "
                                      "measurements file with its 'network'");
+                if (notes) notes->push_back(skipped.back());
                 continue;
             }
             all.graphs.push_back(std::make_unique<braid::OpGraph>(*p.graph));
@@ -69,7 +70,11 @@ braid::CalibrationInputs read_calibration_inputs(const std::vector<std::string>&
             all.rows.push_back(std::move(r));
         }
     }
-    if (all.nets.empty()) throw braid::Error("nothing to calibrate on: no rows and no profile of a bundled network");
+    if (all.nets.empty()) {
+        std::string why = "nothing to calibrate on: no rows and no profile of a bundled network";
+        for (const std::string& s : skipped) why += "; " + s;
+        throw braid::Error(why);
+    }
     return all;
 }
 
