@@ -46,9 +46,10 @@ int main(int argc, char** argv) {
     braid::samples::NetConfig& m = opt.net;
     CLI::Option* batch =
         app.add_option("--batch", m.batch, "bundled net: images per iteration")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
-    CLI::Option* image = app.add_option("--image", m.image, "bundled net: image height and width in pixels")
-                             ->check(CLI::Range(1u, 8192u))
-                             ->capture_default_str();
+    CLI::Option* image = app.add_option("--image", m.image,
+                                        "bundled net: image height and width in pixels [default: the net's own, 299 "
+                                        "for inception_v3, 224 for the others]")
+                             ->check(CLI::Range(1u, 8192u));
     CLI::Option* classes = app.add_option("--classes", m.classes, "bundled net: number of classes")
                                ->check(CLI::Range(2u, 1u << 24))
                                ->capture_default_str();
@@ -56,7 +57,8 @@ int main(int argc, char** argv) {
                              ->check(CLI::Range(1e-6, 64.0))
                              ->capture_default_str();
     bool no_aux = false;
-    CLI::Option* aux = app.add_flag("--no-aux", no_aux, "GoogLeNet without its two auxiliary classifiers");
+    CLI::Option* aux = app.add_flag("--no-aux", no_aux,
+                                    "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
     CLI::Option* gpu = app.add_option("--gpu", opt.device, "CUDA device ordinal of the GPU to profile")
                            ->check(CLI::Range(0, 1023))
                            ->capture_default_str();
@@ -90,6 +92,7 @@ int main(int argc, char** argv) {
         "events: a durations-only profile. BRAID_CUPTI_LIBRARY names the libcupti to load.");
     CLI11_PARSE(app, argc, argv);
     m.aux_classifiers = !no_aux;
+    if (image->count() == 0) m.image = braid::samples::default_image(opt.network);
     for (const CLI::Option* o : {batch, image, classes, width, aux})
         if (o->count() > 0 && opt.network == "demo") {
             std::fprintf(stderr, "braid-profile: %s sizes a bundled net; the demo has a fixed size (give --net NAME)\n",

@@ -1,15 +1,16 @@
-// bench-gpu-train: training iterations of GoogLeNet and ResNet-50 on the GPU
-// (batch 32, 224x224 images, 1000 classes unless told otherwise) in four
-// configurations — serial eager, serial graph, nimble (graph), braid
-// (graph) — with the fastest cuDNN algorithms; then braid's best plans and
-// the baselines tuned on the GPU (graph mode, interleaved rounds,
-// docs/tuning.md); then a bitwise check of braid's plan and the tuned one
-// against serial (graph mode, deterministic algorithms). Prints `key:
-// value` lines for tools/gpu-check; times are means over --iters iterations
-// after a warm-up iteration and (graph mode) the capture, and tuned times
-// medians of the tuning rounds.
+// bench-gpu-train: training iterations of GoogLeNet and ResNet-50 (or any
+// bundled net: --nets inception_v3) on the GPU (batch 8 and 32, each net's
+// default image size: 224x224, Inception-v3 299x299; 1000 classes unless
+// told otherwise) in four configurations — serial eager, serial graph,
+// nimble (graph), braid (graph) — with the fastest cuDNN algorithms; then
+// braid's best plans and the baselines tuned on the GPU (graph mode,
+// interleaved rounds, docs/tuning.md); then a bitwise check of braid's plan
+// and the tuned one against serial (graph mode, deterministic algorithms).
+// Prints `key: value` lines for tools/gpu-check; times are means over
+// --iters iterations after a warm-up iteration and (graph mode) the capture,
+// and tuned times medians of the tuning rounds.
 //
-//   bench-gpu-train [--nets googlenet,resnet50] [--batches 8,32] [--image 224]
+//   bench-gpu-train [--nets googlenet,resnet50] [--batches 8,32] [--image S]
 //                   [--classes 1000] [--width-scale 1] [--iters 5] [--check-iters 2]
 //                   [--tune-top 6] [--tune-budget 15]
 //
@@ -32,6 +33,7 @@
 #include "braid/planner/strategies/serial.hpp"
 #include "cuda/cuda_model.hpp"
 #include "cuda/cuda_trainer.hpp"
+#include "nets/zoo.hpp"
 #include "train/training_graph.hpp"
 #include "train/tuning.hpp"
 
@@ -43,7 +45,8 @@ using Clock = std::chrono::steady_clock;
 struct Options {
     std::vector<std::string> nets{"googlenet", "resnet50"};
     std::vector<std::uint32_t> batches{8, 32};
-    std::uint32_t image = 224, classes = 1000;
+    std::optional<std::uint32_t> image;  // none: each net's default_image
+    std::uint32_t classes = 1000;
     double width_scale = 1.0;
     std::uint32_t iterations = 5, check_iterations = 2;
     std::uint32_t tune_top = 6;
@@ -183,7 +186,7 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
     TrainConfig c;
     c.model.net = net;
     c.model.batch = batch;
-    c.model.image = o.image;
+    c.model.image = o.image.value_or(default_image(net));
     c.model.classes = o.classes;
     c.model.width_scale = o.width_scale;
     const TrainingGraph tg = build_training_graph(c);

@@ -1,10 +1,10 @@
-// braid-train: trains a sample network (GoogLeNet, ResNet-18..152) or a
-// Caffe prototxt's on seeded synthetic data and reports loss, time and
-// images per second. The host backend runs the reference CPU layers on
-// braid's executor, the cuda backend the cuDNN/cuBLAS layers (eager or as a
-// replayed CUDA graph), in the plan a strategy makes from roofline estimates
-// for --device (or a plan.json); --check trains a second model serially and
-// compares every weight bit for bit.
+// braid-train: trains a sample network (GoogLeNet, ResNet-18..152,
+// Inception-v3) or a Caffe prototxt's on seeded synthetic data and reports
+// loss, time and images per second. The host backend runs the reference CPU
+// layers on braid's executor, the cuda backend the cuDNN/cuBLAS layers (eager
+// or as a replayed CUDA graph), in the plan a strategy makes from roofline
+// estimates for --device (or a plan.json); --check trains a second model
+// serially and compares every weight bit for bit.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -462,12 +462,14 @@ CLI::Validator positive() {
 int main(int argc, char** argv) {
     Options o;
     NetConfig& m = o.train.model;
-    CLI::App app{"Trains GoogLeNet or ResNet on seeded synthetic data with braid, reporting loss and speed.",
+    CLI::App app{"Trains GoogLeNet, ResNet or Inception-v3 on seeded synthetic data with braid, reporting loss and speed.",
                  "braid-train"};
     CLI::Option* net = app.add_option("--net", m.net, "network (or --prototxt)")->check(CLI::IsMember(network_names()));
     CLI::Option* batch = app.add_option("--batch", m.batch, "images per iteration")->check(at_least(1))->capture_default_str();
-    CLI::Option* image =
-        app.add_option("--image", m.image, "image height and width in pixels")->check(at_least(1))->capture_default_str();
+    CLI::Option* image = app.add_option("--image", m.image,
+                                        "image height and width in pixels [default: the net's own, 299 for "
+                                        "inception_v3, 224 for the others]")
+                             ->check(at_least(1));
     CLI::Option* classes =
         app.add_option("--classes", m.classes, "number of classes")->check(at_least(2))->capture_default_str();
     app.add_option("--iters", o.iterations, "training iterations")->check(at_least(1))->capture_default_str();
@@ -478,7 +480,8 @@ int main(int argc, char** argv) {
     CLI::Option* width = app.add_option("--width-scale", m.width_scale, "multiplies every hidden channel count")
         ->check(positive())
         ->capture_default_str();
-    CLI::Option* no_aux = app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers");
+    CLI::Option* no_aux =
+        app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
     app.add_option("--prototxt", o.prototxt,
                    "train a Caffe net definition instead of --net (docs/caffe.md); --batch, --image and --classes, "
                    "when given, override the file's")
@@ -535,6 +538,7 @@ int main(int argc, char** argv) {
                  "cuda: cuDNN's heuristics choose convolution algorithms instead of timing them (cudnnFind)");
     CLI11_PARSE(app, argc, argv);
     o.net_given = net->count() > 0;
+    if (o.net_given && image->count() == 0) m.image = default_image(m.net);
     o.strategy_given = app.get_option("--strategy")->count() > 0;
     if (batch->count() > 0) o.prototxt_options.batch = m.batch;
     if (image->count() > 0) o.prototxt_options.image = m.image;

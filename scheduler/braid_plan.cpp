@@ -274,19 +274,20 @@ int main(int argc, char** argv) {
         "  braid-plan --prototxt train_val.prototxt     plan a Caffe net (--batch, --image, --classes override it)\n"
         "  braid-plan --net resnet152 --format json     numbers for scripts\n"
         "  braid-plan --list-devices | --list-nets\n");
-    CLI::Option* net = app.add_option("--net", o.net, "bundled network: googlenet, resnet18, resnet34, resnet50, resnet101, resnet152")
+    CLI::Option* net = app.add_option("--net", o.net, "bundled network: googlenet, resnet18, resnet34, resnet50, resnet101, resnet152, inception_v3")
         ->capture_default_str();
     CLI::Option* batch =
         app.add_option("--batch", o.batch, "images per iteration")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
-    CLI::Option* image = app.add_option("--image", o.image, "square input images of this many pixels a side")
-        ->check(CLI::Range(1u, 8192u))
-        ->capture_default_str();
+    CLI::Option* image = app.add_option("--image", o.image,
+                                        "square input images of this many pixels a side [default: the net's own, 299 "
+                                        "for inception_v3, 224 for the others]")
+                             ->check(CLI::Range(1u, 8192u));
     CLI::Option* classes =
         app.add_option("--classes", o.classes, "output classes")->check(CLI::Range(1u, 1u << 24))->capture_default_str();
     CLI::Option* width = app.add_option("--width-scale", o.width_scale, "multiply every hidden channel count (small nets for quick looks)")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
-    CLI::Option* no_aux = app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers");
+    CLI::Option* no_aux = app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
     CLI::Option* profile =
         app.add_option("--profile", o.profile, "plan the graph and measured costs of a braid-profile profile.json instead");
     app.add_option("--prototxt", o.prototxt,
@@ -321,6 +322,7 @@ int main(int argc, char** argv) {
     }
     if (batch->count() > 0) o.prototxt_options.batch = o.batch;
     if (image->count() > 0) o.prototxt_options.image = o.image;
+    else o.image = braid::samples::default_image(o.net);
     if (classes->count() > 0) o.prototxt_options.classes = o.classes;
     try {
         return run(o);

@@ -443,23 +443,33 @@ private:
 
     // --- fields ---------------------------------------------------------
 
-    // One spatial value from Caffe's `x` (repeated or not), `x_h` and `x_w`.
-    std::uint32_t square(const char* what, const std::vector<std::uint32_t>& values, bool has_h, std::uint32_t h,
-                         bool has_w, std::uint32_t w, std::uint32_t fallback) {
+    // A height and width from Caffe's `x` (one value, or repeated: height
+    // then width), or from `x_h` and `x_w`.
+    Size2 spatial(const char* what, const std::vector<std::uint32_t>& values, bool has_h, std::uint32_t h, bool has_w,
+                  std::uint32_t w, std::uint32_t fallback) {
         if (has_h || has_w) {
             if (!values.empty()) fail(std::string("sets both ") + what + " and " + what + "_h/" + what + "_w");
             if (has_h != has_w) fail(std::string("sets only one of ") + what + "_h and " + what + "_w");
-            if (h != w) fail(std::string(what) + "_h " + std::to_string(h) + " differs from " + what + "_w " +
-                             std::to_string(w) + "; braid's layers are square");
-            return bounded(what, h, max_window);
+            return {bounded(what, h, max_window), bounded(what, w, max_window)};
         }
         if (values.empty()) return fallback;
         for (std::uint32_t v : values) bounded(what, v, max_window);
         if (values.size() > 2) fail(std::string("has ") + std::to_string(values.size()) + " " + what + " values for 2 spatial axes");
-        if (values.size() == 2 && values[0] != values[1])
-            fail(std::string(what) + " " + std::to_string(values[0]) + " x " + std::to_string(values[1]) +
-                 " is not square; braid's layers are square");
-        return values[0];
+        return values.size() == 2 ? Size2{values[0], values[1]} : Size2{values[0]};
+    }
+
+    // One value for what braid keeps square (strides, pooling windows and
+    // pads); `which` names them in the refusal.
+    std::uint32_t square(const char* what, const std::vector<std::uint32_t>& values, bool has_h, std::uint32_t h,
+                         bool has_w, std::uint32_t w, std::uint32_t fallback, const char* which) {
+        const Size2 s = spatial(what, values, has_h, h, has_w, w, fallback);
+        if (!s.square()) {
+            if (has_h) fail(std::string(what) + "_h " + std::to_string(s.h) + " differs from " + what + "_w " +
+                            std::to_string(s.w) + "; braid's " + which + " are square");
+            fail(std::string(what) + " " + std::to_string(s.h) + " x " + std::to_string(s.w) + " is not square; braid's " +
+                 which + " are square");
+        }
+        return s.h;
     }
 
     InitRule weight_rule(const cf::ConvolutionParameter& p) {
@@ -535,13 +545,14 @@ private:
         if (!p.has_num_output() || p.num_output() == 0) fail("convolution_param needs num_output > 0");
         bounded("num_output", p.num_output(), max_outputs);
         if (p.axis() != 1) fail("axis must be 1 (channels)");
-        const std::uint32_t kernel = square("kernel", {p.kernel_size().begin(), p.kernel_size().end()}, p.has_kernel_h(),
-                                            p.kernel_h(), p.has_kernel_w(), p.kernel_w(), 0);
-        if (kernel == 0) fail("convolution_param needs kernel_size (or kernel_h and kernel_w)");
+        // Kernels and pads may be rectangular (Inception-v3's 1x7), strides not.
+        const Size2 kernel = spatial("kernel", {p.kernel_size().begin(), p.kernel_size().end()}, p.has_kernel_h(),
+                                     p.kernel_h(), p.has_kernel_w(), p.kernel_w(), 0);
+        if (kernel.h == 0 || kernel.w == 0) fail("convolution_param needs kernel_size (or kernel_h and kernel_w)");
         const std::uint32_t stride = square("stride", {p.stride().begin(), p.stride().end()}, p.has_stride_h(),
-                                            p.stride_h(), p.has_stride_w(), p.stride_w(), 1);
-        const std::uint32_t pad =
-            square("pad", {p.pad().begin(), p.pad().end()}, p.has_pad_h(), p.pad_h(), p.has_pad_w(), p.pad_w(), 0);
+                                            p.stride_h(), p.has_stride_w(), p.stride_w(), 1, "convolution strides");
+        const Size2 pad =
+            spatial("pad", {p.pad().begin(), p.pad().end()}, p.has_pad_h(), p.pad_h(), p.has_pad_w(), p.pad_w(), 0);
         for (std::uint32_t d : p.dilation())
             if (d != 1) fail("dilation " + std::to_string(d) + ": braid's convolutions are not dilated (dilation 1 only)");
         if (stride == 0) fail("stride must be at least 1");
@@ -579,10 +590,11 @@ private:
             if (p.has_kernel_size()) k.push_back(p.kernel_size());
             if (p.has_stride()) s.push_back(p.stride());
             if (p.has_pad()) pad.push_back(p.pad());
-            c.kernel = square("kernel", k, p.has_kernel_h(), p.kernel_h(), p.has_kernel_w(), p.kernel_w(), 0);
+            const char* pools = "pooling windows";
+            c.kernel = square("kernel", k, p.has_kernel_h(), p.kernel_h(), p.has_kernel_w(), p.kernel_w(), 0, pools);
             if (c.kernel == 0) fail("pooling_param needs kernel_size (or kernel_h and kernel_w, or global_pooling)");
-            c.stride = square("stride", s, p.has_stride_h(), p.stride_h(), p.has_stride_w(), p.stride_w(), 1);
-            c.pad = square("pad", pad, p.has_pad_h(), p.pad_h(), p.has_pad_w(), p.pad_w(), 0);
+            c.stride = square("stride", s, p.has_stride_h(), p.stride_h(), p.has_stride_w(), p.stride_w(), 1, pools);
+            c.pad = square("pad", pad, p.has_pad_h(), p.pad_h(), p.has_pad_w(), p.pad_w(), 0, pools);
             if (c.stride == 0) fail("stride must be at least 1");
             if (c.pad >= c.kernel)
                 fail("pad " + std::to_string(c.pad) + " must be less than the kernel " + std::to_string(c.kernel) +

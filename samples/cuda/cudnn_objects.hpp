@@ -88,13 +88,16 @@ inline FilterDescriptor make_filter_descriptor(std::uint32_t k, std::uint32_t c,
     return owned;
 }
 
-// Cross-correlation with float accumulation, as the reference computes.
-inline ConvDescriptor make_conv_descriptor(std::uint32_t pad, std::uint32_t stride, std::uint32_t groups) {
+// Cross-correlation with float accumulation, as the reference computes;
+// padding per dimension (Inception-v3's 1x7 convolutions pad 0 rows, 3 columns).
+inline ConvDescriptor make_conv_descriptor(std::uint32_t pad_h, std::uint32_t pad_w, std::uint32_t stride,
+                                           std::uint32_t groups) {
     cudnnConvolutionDescriptor_t d = nullptr;
     braid::cuda::check(cudnnCreateConvolutionDescriptor(&d), "cudnnCreateConvolutionDescriptor");
     ConvDescriptor owned(d);
-    const int p = detail::to_int(pad, "pad"), s = detail::to_int(stride, "stride");
-    braid::cuda::check(cudnnSetConvolution2dDescriptor(d, p, p, s, s, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+    const int ph = detail::to_int(pad_h, "pad_h"), pw = detail::to_int(pad_w, "pad_w"),
+              s = detail::to_int(stride, "stride");
+    braid::cuda::check(cudnnSetConvolution2dDescriptor(d, ph, pw, s, s, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                        "cudnnSetConvolution2dDescriptor");
     braid::cuda::check(cudnnSetConvolutionGroupCount(d, detail::to_int(groups, "groups")),
                        "cudnnSetConvolutionGroupCount");

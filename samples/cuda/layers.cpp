@@ -106,9 +106,9 @@ cudnnTensorDescriptor_t DescriptorCache::get(std::uint32_t images, const Shape4&
 
 CudaConv::CudaConv(std::string name, const Conv2d& layer, const LayerOptions& options)
     : name_(std::move(name)), layer_(layer), options_(options),
-      filter_(make_filter_descriptor(layer.config.out_channels, layer.in.c / layer.config.groups, layer.config.kernel,
-                                     layer.config.kernel)),
-      conv_(make_conv_descriptor(layer.config.pad, layer.config.stride, layer.config.groups)) {}
+      filter_(make_filter_descriptor(layer.config.out_channels, layer.in.c / layer.config.groups, layer.config.kernel.h,
+                                     layer.config.kernel.w)),
+      conv_(make_conv_descriptor(layer.config.pad.h, layer.config.pad.w, layer.config.stride, layer.config.groups)) {}
 
 std::size_t CudaConv::scratch_bytes() const {
     return layer_.config.bias ? channel_reduction_scratch_bytes(layer_.out.n, layer_.out.c, layer_.out.h, layer_.out.w)
@@ -122,7 +122,7 @@ const ConvAlgorithm& CudaConv::algorithm(CudaLane& lane, ConvPass pass, std::uin
     const ConvConfig& c = layer_.config;
     std::ostringstream key;
     key << "conv " << to_string(pass) << " n=" << images << " x=" << layer_.in.c << "x" << layer_.in.h << "x"
-        << layer_.in.w << "/" << x_stride << " k=" << c.out_channels << " r=" << c.kernel << " pad=" << c.pad
+        << layer_.in.w << "/" << x_stride << " k=" << c.out_channels << " rs=" << to_string(c.kernel) << " pad=" << to_string(c.pad)
         << " stride=" << c.stride << " groups=" << c.groups << " y/" << y_stride << (options_.tf32 ? " tf32" : " fp32")
         << (options_.deterministic ? " deterministic" : " any") << " ws<=" << options_.workspace_limit_bytes;
     AlgorithmCache& cache = AlgorithmCache::process();

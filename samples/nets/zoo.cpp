@@ -5,8 +5,12 @@
 namespace braid::samples {
 
 std::vector<std::string> network_names() {
-    return {"googlenet", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152"};
+    return {"googlenet", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "inception_v3"};
 }
+
+std::uint32_t default_image(std::string_view net) { return net == "inception_v3" ? 299 : 224; }
+
+bool has_aux_classifiers(std::string_view net) { return net == "googlenet" || net == "inception_v3"; }
 
 std::uint32_t scaled_channels(std::uint32_t channels, double width_scale) {
     const double c = std::round(static_cast<double>(channels) * width_scale);
@@ -17,6 +21,7 @@ namespace {
 
 Network build(const NetConfig& c) {
     if (c.net == "googlenet") return googlenet(c);
+    if (c.net == "inception_v3") return inception_v3(c);
     if (c.net.rfind("resnet", 0) == 0) {
         const std::string depth = c.net.substr(6);
         for (const char* d : {"18", "34", "50", "101", "152"})
@@ -62,7 +67,7 @@ Network make_network(const NetConfig& config) {
         if (smallest == 0 || smallest <= config.image) throw;
         std::string hint = "; the smallest image " + config.net + " accepts is " + std::to_string(smallest) + "x" +
                            std::to_string(smallest);
-        if (config.net == "googlenet" && config.aux_classifiers) {
+        if (has_aux_classifiers(config.net) && config.aux_classifiers) {
             NetConfig no_aux = config;
             no_aux.aux_classifiers = false;
             const std::uint32_t plain = smallest_image(no_aux);

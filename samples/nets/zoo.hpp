@@ -1,11 +1,13 @@
-// The sample networks by name: GoogLeNet (Inception v1) and ResNet-18/34/
-// 50/101/152, for any batch, image size that gives valid shapes, class
-// count and width scale. docs/samples.md gives the sources and the
-// published parameter counts they reproduce at 224x224 with 1000 classes.
+// The sample networks by name: GoogLeNet (Inception v1), ResNet-18/34/50/
+// 101/152 and Inception-v3, for any batch, image size that gives valid
+// shapes, class count and width scale. docs/samples.md gives the sources and
+// the published parameter counts they reproduce at their default image size
+// (default_image) with 1000 classes.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nets/network.hpp"
@@ -15,14 +17,22 @@ namespace braid::samples {
 struct NetConfig {
     std::string net = "resnet18";
     std::uint32_t batch = 32;
-    std::uint32_t image = 224;  // square images of `image` x `image` pixels, 3 channels
+    std::uint32_t image = 224;  // square images of `image` x `image` pixels, 3 channels (tools: default_image(net))
     std::uint32_t classes = 1000;
     double width_scale = 1.0;    // multiplies every hidden channel count (not the classes)
-    bool aux_classifiers = true;  // GoogLeNet's two auxiliary heads (loss weight 0.3)
+    // GoogLeNet's two auxiliary heads (loss weight 0.3), Inception-v3's AuxLogits (0.4).
+    bool aux_classifiers = true;
 };
 
-// "googlenet", "resnet18", ..., "resnet152".
+// "googlenet", "resnet18", ..., "resnet152", "inception_v3".
 std::vector<std::string> network_names();
+
+// The image size a net is defined for, what tools use when no --image is
+// given: 299 for inception_v3 (torchvision's), 224 for the others.
+std::uint32_t default_image(std::string_view net);
+
+// Whether NetConfig::aux_classifiers changes the net (GoogLeNet, Inception-v3).
+bool has_aux_classifiers(std::string_view net);
 
 // Throws ShapeError naming the net, the layer and why; when the image is too
 // small, the message gives the smallest image size the net accepts.
@@ -36,5 +46,6 @@ std::uint32_t scaled_channels(std::uint32_t channels, double width_scale);
 
 Network googlenet(const NetConfig& config);
 Network resnet(std::uint32_t depth, const NetConfig& config);
+Network inception_v3(const NetConfig& config);
 
 }  // namespace braid::samples

@@ -10,30 +10,31 @@ namespace braid::samples {
 
 Conv2d::Conv2d(Shape4 input, ConvConfig cfg) : config(cfg), in(input) {
     const auto fail = [&](const std::string& why) { throw ShapeError("convolution: " + why); };
+    const Size2 k = cfg.kernel, p = cfg.pad;
     if (cfg.out_channels == 0) fail("needs at least one output channel");
-    if (cfg.kernel == 0 || cfg.stride == 0) fail("kernel and stride must be >= 1");
+    if (k.h == 0 || k.w == 0 || cfg.stride == 0)
+        fail("kernel and stride must be >= 1, got a " + to_string(k) + " kernel and stride " + std::to_string(cfg.stride));
     if (cfg.groups == 0 || in.c % cfg.groups != 0 || cfg.out_channels % cfg.groups != 0)
         fail(std::to_string(in.c) + " input and " + std::to_string(cfg.out_channels) +
              " output channels do not divide into " + std::to_string(cfg.groups) + " groups");
     if (in.n == 0 || in.c == 0) fail("empty input " + to_string(in));
-    if (in.h + 2 * cfg.pad < cfg.kernel || in.w + 2 * cfg.pad < cfg.kernel)
-        fail("a " + std::to_string(cfg.kernel) + "x" + std::to_string(cfg.kernel) + " kernel with padding " +
-             std::to_string(cfg.pad) + " does not fit a " + std::to_string(in.h) + "x" + std::to_string(in.w) +
-             " input");
-    out = Shape4{in.n, cfg.out_channels, (in.h + 2 * cfg.pad - cfg.kernel) / cfg.stride + 1,
-                 (in.w + 2 * cfg.pad - cfg.kernel) / cfg.stride + 1};
+    if (std::uint64_t{in.h} + 2 * std::uint64_t{p.h} < k.h || std::uint64_t{in.w} + 2 * std::uint64_t{p.w} < k.w)
+        fail("a " + to_string(k) + " kernel with padding " + (p.square() ? std::to_string(p.h) : to_string(p)) +
+             " does not fit a " + std::to_string(in.h) + "x" + std::to_string(in.w) + " input");
+    out = Shape4{in.n, cfg.out_channels, (in.h + 2 * p.h - k.h) / cfg.stride + 1, (in.w + 2 * p.w - k.w) / cfg.stride + 1};
 }
+
+std::uint64_t Conv2d::taps() const noexcept { return std::uint64_t{config.kernel.h} * config.kernel.w; }
 
 std::uint64_t Conv2d::weight_elements() const noexcept {
-    return std::uint64_t{config.out_channels} * (in.c / config.groups) * config.kernel * config.kernel;
+    return std::uint64_t{config.out_channels} * (in.c / config.groups) * taps();
 }
 
-std::uint64_t Conv2d::macs() const noexcept { return out.elements() * (in.c / config.groups) * config.kernel * config.kernel; }
+std::uint64_t Conv2d::macs() const noexcept { return out.elements() * (in.c / config.groups) * taps(); }
 
 std::vector<ParamSpec> Conv2d::parameters() const {
-    std::vector<ParamSpec> p{{"weight", Shape4{config.out_channels, in.c / config.groups, config.kernel, config.kernel},
-                              std::uint64_t{in.c / config.groups} * config.kernel * config.kernel, config.weight_init,
-                              true}};
+    std::vector<ParamSpec> p{{"weight", Shape4{config.out_channels, in.c / config.groups, config.kernel.h, config.kernel.w},
+                              std::uint64_t{in.c / config.groups} * taps(), config.weight_init, true}};
     if (config.bias)
         p.push_back({"bias", vector_shape(config.out_channels), 0,
                      config.bias_init == 0.0f ? InitRule::zeros : InitRule::constant, false, config.bias_init});
@@ -60,7 +61,7 @@ PassWork Conv2d::work(Pass p) const {
 
 std::vector<braid::KernelEstimate> Conv2d::kernels(Pass p, const EstimateOptions& options) const {
     const std::uint32_t g = config.groups;
-    const std::uint64_t taps = std::uint64_t{config.kernel} * config.kernel;
+    const std::uint64_t taps = this->taps();
     const std::uint64_t c_group = in.c / g, k_group = config.out_channels / g;
     const PassWork work_of_pass = work(p);
     std::vector<braid::KernelEstimate> out_kernels;
@@ -128,7 +129,7 @@ void conv_forward(const Conv2d& layer, TensorView<const T> x, const T* weight, c
     check_range(images, layer.in, "conv_forward");
     const ConvConfig& c = layer.config;
     const std::int64_t H = layer.in.h, W = layer.in.w, OH = layer.out.h, OW = layer.out.w;
-    const std::int64_t S = c.stride, P = c.pad, R = c.kernel;
+    const std::int64_t S = c.stride, PH = c.pad.h, PW = c.pad.w, KH = c.kernel.h, KW = c.kernel.w;
     const std::uint32_t cg = layer.in.c / c.groups, kg = c.out_channels / c.groups;
     for (std::uint32_t n = images.begin; n < images.end; ++n) {
         for (std::uint32_t k = 0; k < c.out_channels; ++k) {
@@ -137,15 +138,15 @@ void conv_forward(const Conv2d& layer, TensorView<const T> x, const T* weight, c
             const std::uint32_t g = k / kg;
             for (std::uint32_t cc = 0; cc < cg; ++cc) {
                 const T* xp = x.plane(n, g * cg + cc);
-                const T* wk = weight + (std::uint64_t{k} * cg + cc) * R * R;
-                for (std::int64_t r = 0; r < R; ++r) {
-                    for (std::int64_t s = 0; s < R; ++s) {
-                        const T wv = wk[r * R + s];
-                        const ColumnRange cols = valid_outputs(OW, W, S, P, s);
+                const T* wk = weight + (std::uint64_t{k} * cg + cc) * KH * KW;
+                for (std::int64_t r = 0; r < KH; ++r) {
+                    for (std::int64_t s = 0; s < KW; ++s) {
+                        const T wv = wk[r * KW + s];
+                        const ColumnRange cols = valid_outputs(OW, W, S, PW, s);
                         for (std::int64_t oh = 0; oh < OH; ++oh) {
-                            const std::int64_t ih = oh * S - P + r;
+                            const std::int64_t ih = oh * S - PH + r;
                             if (ih < 0 || ih >= H) continue;
-                            const std::int64_t base = ih * W - P + s;  // input index of output column 0
+                            const std::int64_t base = ih * W - PW + s;  // input index of output column 0
                             T* yrow = yp + oh * OW;
                             for (std::int64_t ow = cols.lo; ow < cols.hi; ++ow) yrow[ow] += wv * xp[base + ow * S];
                         }
@@ -162,7 +163,7 @@ void conv_backward_data(const Conv2d& layer, TensorView<const T> dy, const T* we
     check_range(images, layer.in, "conv_backward_data");
     const ConvConfig& c = layer.config;
     const std::int64_t H = layer.in.h, W = layer.in.w, OH = layer.out.h, OW = layer.out.w;
-    const std::int64_t S = c.stride, P = c.pad, R = c.kernel;
+    const std::int64_t S = c.stride, PH = c.pad.h, PW = c.pad.w, KH = c.kernel.h, KW = c.kernel.w;
     const std::uint32_t cg = layer.in.c / c.groups, kg = c.out_channels / c.groups;
     for (std::uint32_t n = images.begin; n < images.end; ++n) {
         for (std::uint32_t ch = 0; ch < layer.in.c; ++ch) std::fill(dx.plane(n, ch), dx.plane(n, ch) + H * W, T(0));
@@ -171,15 +172,15 @@ void conv_backward_data(const Conv2d& layer, TensorView<const T> dy, const T* we
             const std::uint32_t g = k / kg;
             for (std::uint32_t cc = 0; cc < cg; ++cc) {
                 T* dxp = dx.plane(n, g * cg + cc);
-                const T* wk = weight + (std::uint64_t{k} * cg + cc) * R * R;
-                for (std::int64_t r = 0; r < R; ++r) {
-                    for (std::int64_t s = 0; s < R; ++s) {
-                        const T wv = wk[r * R + s];
-                        const ColumnRange cols = valid_outputs(OW, W, S, P, s);
+                const T* wk = weight + (std::uint64_t{k} * cg + cc) * KH * KW;
+                for (std::int64_t r = 0; r < KH; ++r) {
+                    for (std::int64_t s = 0; s < KW; ++s) {
+                        const T wv = wk[r * KW + s];
+                        const ColumnRange cols = valid_outputs(OW, W, S, PW, s);
                         for (std::int64_t oh = 0; oh < OH; ++oh) {
-                            const std::int64_t ih = oh * S - P + r;
+                            const std::int64_t ih = oh * S - PH + r;
                             if (ih < 0 || ih >= H) continue;
-                            const std::int64_t base = ih * W - P + s;
+                            const std::int64_t base = ih * W - PW + s;
                             const T* dyrow = dyp + oh * OW;
                             for (std::int64_t ow = cols.lo; ow < cols.hi; ++ow) dxp[base + ow * S] += wv * dyrow[ow];
                         }
@@ -194,7 +195,7 @@ template <class T>
 void conv_backward_weight(const Conv2d& layer, TensorView<const T> x, TensorView<const T> dy, T* dweight, T* dbias) {
     const ConvConfig& c = layer.config;
     const std::int64_t H = layer.in.h, W = layer.in.w, OH = layer.out.h, OW = layer.out.w;
-    const std::int64_t S = c.stride, P = c.pad, R = c.kernel;
+    const std::int64_t S = c.stride, PH = c.pad.h, PW = c.pad.w, KH = c.kernel.h, KW = c.kernel.w;
     const std::uint32_t cg = layer.in.c / c.groups, kg = c.out_channels / c.groups;
     std::fill(dweight, dweight + layer.weight_elements(), T(0));
     if (dbias) std::fill(dbias, dbias + c.out_channels, T(0));
@@ -209,19 +210,19 @@ void conv_backward_weight(const Conv2d& layer, TensorView<const T> x, TensorView
             }
             for (std::uint32_t cc = 0; cc < cg; ++cc) {
                 const T* xp = x.plane(n, g * cg + cc);
-                T* dwk = dweight + (std::uint64_t{k} * cg + cc) * R * R;
-                for (std::int64_t r = 0; r < R; ++r) {
-                    for (std::int64_t s = 0; s < R; ++s) {
-                        const ColumnRange cols = valid_outputs(OW, W, S, P, s);
+                T* dwk = dweight + (std::uint64_t{k} * cg + cc) * KH * KW;
+                for (std::int64_t r = 0; r < KH; ++r) {
+                    for (std::int64_t s = 0; s < KW; ++s) {
+                        const ColumnRange cols = valid_outputs(OW, W, S, PW, s);
                         T sum = 0;
                         for (std::int64_t oh = 0; oh < OH; ++oh) {
-                            const std::int64_t ih = oh * S - P + r;
+                            const std::int64_t ih = oh * S - PH + r;
                             if (ih < 0 || ih >= H) continue;
-                            const std::int64_t base = ih * W - P + s;
+                            const std::int64_t base = ih * W - PW + s;
                             const T* dyrow = dyp + oh * OW;
                             for (std::int64_t ow = cols.lo; ow < cols.hi; ++ow) sum += dyrow[ow] * xp[base + ow * S];
                         }
-                        dwk[r * R + s] += sum;
+                        dwk[r * KW + s] += sum;
                     }
                 }
             }

@@ -4,24 +4,48 @@
 
 #include <algorithm>
 #include <map>
+#include <variant>
 
 #include "braid/model/estimate.hpp"
 
 namespace braid::samples {
 
 std::string describe_network(const NetConfig& c) {
-    // Only GoogLeNet has auxiliary classifiers to leave out.
-    const bool aux_off = c.net == "googlenet" && !c.aux_classifiers;
+    // Only GoogLeNet and Inception-v3 have auxiliary classifiers to leave out.
+    const bool aux_off = has_aux_classifiers(c.net) && !c.aux_classifiers;
     return fmt::format("{}{}: batch {}, {}x{} images, {} classes, width scale {}", c.net,
                        aux_off ? " without auxiliary classifiers" : "", c.batch, c.image, c.image, c.classes,
                        c.width_scale);
 }
 
+namespace {
+
+// Kernel, stride and padding: what tells Inception-v3's 1x7 and 7x1 convolutions apart.
+std::string window_of(const LayerSpec& spec) {
+    const auto pad_text = [](Size2 pad) {
+        if (pad == Size2{0}) return std::string();
+        return " pad " + (pad.square() ? std::to_string(pad.h) : to_string(pad));
+    };
+    if (const auto* c = std::get_if<Conv2d>(&spec)) {
+        const ConvConfig& k = c->config;
+        return fmt::format("{}/{}{}{}", to_string(k.kernel), k.stride, pad_text(k.pad),
+                           k.groups > 1 ? fmt::format(" g{}", k.groups) : "");
+    }
+    if (const auto* p = std::get_if<Pool2d>(&spec)) {
+        if (p->config.global) return "global";
+        return fmt::format("{}x{}/{}{}{}", p->kernel_h, p->kernel_w, p->stride, pad_text(Size2{p->pad}),
+                           p->config.ceil_mode ? " ceil" : "");
+    }
+    return {};
+}
+
+}  // namespace
+
 std::vector<SummaryRow> summarize(const Network& net) {
     std::vector<SummaryRow> rows;
     for (const LayerNode& l : net.layers())
-        rows.push_back(SummaryRow{l.name, kind_of(l.spec), output_of(l.spec), parameter_count(l.spec),
-                                  work_of(l.spec, Pass::forward).flops / net.batch()});
+        rows.push_back(SummaryRow{l.name, kind_of(l.spec), window_of(l.spec), output_of(l.spec),
+                                  parameter_count(l.spec), work_of(l.spec, Pass::forward).flops / net.batch()});
     return rows;
 }
 
@@ -29,13 +53,16 @@ std::string format_layer_table(const Network& net) {
     const std::vector<SummaryRow> rows = summarize(net);
     std::size_t name_width = 5;
     for (const SummaryRow& r : rows) name_width = std::max(name_width, r.name.size());
-    std::string out = fmt::format("{:<{}}  {:<15}  {:>14}  {:>12}  {:>14}\n", "layer", name_width, "kind",
-                                  "output (CxHxW)", "parameters", "fwd MFLOP/img");
+    std::size_t window_width = 6;
+    for (const SummaryRow& r : rows) window_width = std::max(window_width, r.window.size());
+    std::string out = fmt::format("{:<{}}  {:<15}  {:<{}}  {:>14}  {:>12}  {:>14}\n", "layer", name_width, "kind",
+                                  "window", window_width, "output (CxHxW)", "parameters", "fwd MFLOP/img");
     std::uint64_t params = 0;
     double flops = 0.0;
     for (const SummaryRow& r : rows) {
-        out += fmt::format("{:<{}}  {:<15}  {:>14}  {:>12}  {:>14.3f}\n", r.name, name_width, to_string(r.kind),
-                           image_shape_string(r.output), r.parameters, r.forward_flops_per_image / 1e6);
+        out += fmt::format("{:<{}}  {:<15}  {:<{}}  {:>14}  {:>12}  {:>14.3f}\n", r.name, name_width, to_string(r.kind),
+                           r.window, window_width, image_shape_string(r.output), r.parameters,
+                           r.forward_flops_per_image / 1e6);
         params += r.parameters;
         flops += r.forward_flops_per_image;
     }

@@ -17,6 +17,7 @@ namespace braid::samples {
 struct SummaryRow {
     std::string name;
     LayerKind kind = LayerKind::conv;
+    std::string window;  // convolutions and pools: "1x7/1 pad 0x3", "3x3/2", "global"; else empty
     Shape4 output;
     std::uint64_t parameters = 0;
     double forward_flops_per_image = 0.0;

@@ -63,7 +63,8 @@ std::string write_plan(const std::string& net) {
 TEST_SUITE("cpu") {
 
 TEST_CASE("braid-train rejects bad arguments with a clear error") {
-    check_fails("--net alexnet", "--net: alexnet not in {googlenet,resnet18,resnet34,resnet50,resnet101,resnet152}");
+    check_fails("--net alexnet",
+                "--net: alexnet not in {googlenet,resnet18,resnet34,resnet50,resnet101,resnet152,inception_v3}");
     check_fails("", "which network? Give --net (googlenet, resnet18");
     check_fails("--net resnet18 --batch 0", "--batch: must be a number of at least 1, got '0'");
     check_fails("--net resnet18 --classes 1", "--classes: must be a number of at least 2");
@@ -71,6 +72,10 @@ TEST_CASE("braid-train rejects bad arguments with a clear error") {
     check_fails("--net resnet18 --iters 0", "--iters: must be a number of at least 1");
     check_fails("--net googlenet --image 16", "the smallest image googlenet accepts is 47x47");
     check_fails("--net googlenet --no-aux --image 16", "the smallest image googlenet accepts is 31x31");
+    check_fails("--net inception_v3 --image 224 --summary",
+                "layer 'AuxLogits.conv1.conv': convolution: a 5x5 kernel with padding 0 does not fit a 3x3 input; the "
+                "smallest image inception_v3 accepts is 299x299 (75x75 without the auxiliary classifiers)");
+    check_fails("--net inception_v3 --no-aux --image 64 --summary", "the smallest image inception_v3 accepts is 75x75");
     check_fails("--net resnet18 --backend tpu", "--backend: tpu not in {host,cuda}");
     check_fails("--net resnet18 --mode graph " + tiny, "--mode graph");
     check_fails("--net resnet18 --strategy fastest " + tiny, "--strategy 'fastest' is neither");
@@ -142,6 +147,36 @@ TEST_CASE("braid-train trains, reports and checks") {
     CHECK(summary.output.find("25557032 parameters") != std::string::npos);
     CHECK(summary.output.find("layer1.0.conv1") != std::string::npos);
     CHECK(summary.output.find("roofline estimate on h200") != std::string::npos);
+}
+
+TEST_CASE("braid-train --net inception_v3: 299x299 by default, its layer table, and a checked run") {
+    const Run summary = braid_train("--net inception_v3 --summary");
+    CAPTURE(summary.output);
+    CHECK(summary.status == 0);
+    CHECK(summary.output.find("inception_v3: 320 layers, 27161264 parameters") != std::string::npos);
+    CHECK(summary.output.find("(3x299x299 images, 1000 classes)") != std::string::npos);
+    CHECK(summary.output.find("Mixed_6b.branch7x7_2.conv") != std::string::npos);
+    CHECK(summary.output.find("1x7/1 pad 0x3") != std::string::npos);  // the window column tells 1x7 from 7x1
+    CHECK(summary.output.find("7x1/1 pad 3x0") != std::string::npos);
+    CHECK(summary.output.find("AuxLogits.fc") != std::string::npos);
+    const Run no_aux = braid_train("--net inception_v3 --no-aux --summary");
+    CAPTURE(no_aux.output);
+    CHECK(no_aux.output.find("inception_v3: 310 layers, 23834568 parameters") != std::string::npos);
+    CHECK(no_aux.output.find("AuxLogits") == std::string::npos);
+    // --image still wins, and the other nets keep 224.
+    CHECK(braid_train("--net inception_v3 --image 320 --summary").output.find("(3x320x320 images") != std::string::npos);
+    CHECK(braid_train("--net resnet18 --summary").output.find("(3x224x224 images") != std::string::npos);
+
+    // The default net (299x299, AuxLogits) at 1/8 width, in a braid plan of several streams (the
+    // calibrated model runs a net this small on one), checked against serial. 75x75: graph_test.cpp.
+    const Run run = braid_train("--net inception_v3 --width-scale 0.125 --batch 2 --classes 4 --iters 1 "
+                                "--strategy braid --max-streams 4 --calibration none --check");
+    CAPTURE(run.output);
+    CHECK(run.status == 0);
+    CHECK(run.output.find("inception_v3: batch 2, 299x299 images, 4 classes, width scale 0.125") != std::string::npos);
+    CHECK(run.output.find("plan: braid (for h200), ") != std::string::npos);
+    CHECK(run.output.find("plan: braid (for h200), 1 streams") == std::string::npos);
+    CHECK(run.output.find("check against a serial run: bitwise identical") != std::string::npos);
 }
 
 TEST_CASE("braid-train runs a plan from a file, and refuses one made for another graph") {
@@ -261,6 +296,16 @@ TEST_CASE("braid-profile --net: braid-train's network options, errors before the
     CAPTURE(demo.output);
     CHECK(demo.status == 2);
     CHECK(demo.output.find("--batch sizes a bundled net; the demo has a fixed size") != std::string::npos);
+    // Inception-v3's default is 299x299 here too: 224 would fail to build before any GPU is looked for.
+    const Run v3 = profile("--net inception_v3 --batch 1 --width-scale 0.125 --profile-out /nonexistent/p.json");
+    CAPTURE(v3.output);
+    CHECK(v3.output.find("smallest image") == std::string::npos);
+    if (v3.status == 77) CHECK(v3.output.find("no CUDA device") != std::string::npos);
+    else CHECK(v3.status != 0);  // with a GPU: the profile cannot be written there
+    const Run v3_small = profile("--net inception_v3 --image 224");
+    CAPTURE(v3_small.output);
+    CHECK(v3_small.status == 1);
+    CHECK(v3_small.output.find("the smallest image inception_v3 accepts is 299x299") != std::string::npos);
     const Run unknown = profile("--net alexnet");
     CAPTURE(unknown.output);
     CHECK(unknown.status != 0);

@@ -10,6 +10,7 @@
 // over other image counts within the tolerance.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -52,7 +53,7 @@ TensorView<T> mv(std::vector<T>& v, Shape4 s) {
 
 TEST_SUITE("gpu") {
 
-TEST_CASE("convolution (cuDNN): forward, backward data and weight match the reference; a strided output slice") {
+TEST_CASE("convolution (cuDNN): forward, backward data and weight match the reference, rectangular kernels too; a strided output slice") {
     TestLane lane;
     struct Case {
         Shape4 in;
@@ -62,11 +63,16 @@ TEST_CASE("convolution (cuDNN): forward, backward data and weight match the refe
         {{3, 5, 9, 9}, {.out_channels = 4, .kernel = 3, .stride = 2, .pad = 1, .groups = 1, .bias = true}},
         {{2, 6, 7, 7}, {.out_channels = 8, .kernel = 1, .stride = 1, .pad = 0, .groups = 1, .bias = false}},
         {{2, 4, 8, 8}, {.out_channels = 6, .kernel = 5, .stride = 1, .pad = 2, .groups = 2, .bias = true}},
+        // Inception-v3's rectangular kernels: per-dimension filter sizes and pads in cuDNN's descriptors.
+        {{2, 4, 6, 11}, {.out_channels = 5, .kernel = {1, 7}, .stride = 1, .pad = {0, 3}, .groups = 1, .bias = false}},
+        {{2, 4, 11, 6}, {.out_channels = 6, .kernel = {7, 1}, .stride = 2, .pad = {3, 0}, .groups = 2, .bias = true}},
+        {{3, 6, 5, 5}, {.out_channels = 4, .kernel = {3, 1}, .stride = 1, .pad = {1, 0}, .groups = 1, .bias = false}},
     };
     for (const Case& c : cases) {
         const Conv2d layer(c.in, c.cfg);
         CAPTURE(to_string(c.in));
-        CAPTURE(c.cfg.kernel);
+        CAPTURE(to_string(c.cfg.kernel));
+        CAPTURE(to_string(c.cfg.pad));
         const Shape4 out = layer.out;
         const auto x = random_values<double>(c.in.elements(), 1);
         const auto w = random_values<double>(layer.weight_elements(), 2);
@@ -224,7 +230,7 @@ TEST_CASE("fully connected (cuBLAS): forward, backward data and weight match the
     check_bitwise(gdb.host(), fdb, "fc bias gradient");
 }
 
-TEST_CASE("pooling: cuDNN where floor rounding fits, own kernels for ceil mode; both against the reference") {
+TEST_CASE("pooling: cuDNN where floor rounding fits, own kernels for ceil mode; both against the reference, into a concat slice too") {
     TestLane lane;
     struct Case {
         Shape4 in;
@@ -237,6 +243,10 @@ TEST_CASE("pooling: cuDNN where floor rounding fits, own kernels for ceil mode; 
         {{2, 3, 14, 14}, {.mode = PoolMode::average, .kernel = 5, .stride = 3, .pad = 0, .ceil_mode = true}},
         {{2, 3, 10, 10}, {.mode = PoolMode::average, .kernel = 3, .stride = 2, .pad = 1, .ceil_mode = true}},
         {{2, 3, 7, 7}, {.mode = PoolMode::average, .kernel = 1, .stride = 1, .pad = 0, .global = true}},
+        // Inception-v3's: 3x3/2 max (floor), 3x3/1 pad 1 average (count_include_pad), AuxLogits' 5x5/3 average.
+        {{2, 3, 11, 11}, {.mode = PoolMode::max, .kernel = 3, .stride = 2, .pad = 0, .ceil_mode = false}},
+        {{2, 3, 7, 7}, {.mode = PoolMode::average, .kernel = 3, .stride = 1, .pad = 1, .ceil_mode = false}},
+        {{2, 3, 17, 17}, {.mode = PoolMode::average, .kernel = 5, .stride = 3, .pad = 0, .ceil_mode = false}},
     };
     for (const Case& c : cases) {
         const Pool2d layer(c.in, c.cfg);
@@ -251,6 +261,7 @@ TEST_CASE("pooling: cuDNN where floor rounding fits, own kernels for ceil mode; 
             cuda::CudaPool pool("pool", layer, exact_options(), use_cudnn);
             CAPTURE(to_string(c.in));
             CAPTURE(c.cfg.kernel);
+            CAPTURE(c.cfg.mode == PoolMode::max);
             CAPTURE(pool.uses_cudnn());
             CHECK(pool.uses_cudnn() == (use_cudnn && cuda::cudnn_pooling_fits(layer)));
             DeviceVector<float> gy(out.elements()), gdx(c.in.elements());
@@ -263,6 +274,47 @@ TEST_CASE("pooling: cuDNN where floor rounding fits, own kernels for ceil mode; 
                 check_bitwise(gy.host(), y, "own pool forward");
                 check_bitwise(gdx.host(), dx, "own pool backward");
             }
+        }
+    }
+    // Inception-v3's InceptionB/D branch_pool: a max pool whose output (and
+    // output gradient) is channels [2, 5) of the module's concat buffer.
+    {
+        const Pool2d layer({2, 3, 11, 11}, {.mode = PoolMode::max, .kernel = 3, .stride = 2, .pad = 0});
+        const Shape4 out = layer.out, wide{2, 7, out.h, out.w};
+        const std::uint64_t plane = out.plane_elements(), offset = 2 * plane;
+        const auto x = to_float(random_values<double>(layer.in.elements(), 33));
+        const auto dy = to_float(random_values<double>(out.elements(), 34));
+        std::vector<float> y(out.elements()), dx(layer.in.elements());
+        pool_forward<float>(layer, cv(x, layer.in), mv(y, out), whole_batch(layer.in));
+        pool_backward_data<float>(layer, cv(x, layer.in), cv(y, out), cv(dy, out), mv(dx, layer.in),
+                                  whole_batch(layer.in));
+        std::vector<float> wide_dy(wide.elements(), -3.0f);
+        for (std::uint32_t n = 0; n < 2; ++n)
+            std::copy_n(dy.begin() + n * out.image_elements(), out.image_elements(),
+                        wide_dy.begin() + n * wide.image_elements() + offset);
+        const DeviceVector<float> gx(x), gdy(wide_dy);
+        for (bool use_cudnn : {true, false}) {
+            CAPTURE(use_cudnn);
+            cuda::CudaPool pool("Mixed_6a.max_pool", layer, exact_options(), use_cudnn);
+            DeviceVector<float> gwide(wide.elements(), 7.5f), gdx(layer.in.elements());
+            const TensorView<float> y_slice{gwide.get() + offset, out, wide.image_elements()};
+            const TensorView<const float> dy_slice{gdy.get() + offset, out, wide.image_elements()};
+            pool.forward(lane(), gx.view(layer.in), y_slice, whole_batch(layer.in));
+            pool.backward_data(lane(), gx.view(layer.in), y_slice, dy_slice, gdx.view(layer.in), whole_batch(layer.in));
+            const std::vector<float> all = gwide.host();
+            std::vector<float> got;
+            std::size_t untouched = 0;
+            for (std::uint32_t n = 0; n < 2; ++n)
+                for (std::uint32_t ch = 0; ch < wide.c; ++ch)
+                    for (std::uint64_t i = 0; i < plane; ++i) {
+                        const float v = all[(n * wide.c + ch) * plane + i];
+                        if (ch >= 2 && ch < 5) got.push_back(v);
+                        else untouched += v == 7.5f ? 1 : 0;
+                    }
+            CHECK(untouched == 2 * 4 * plane);
+            check_bitwise(got, y, "max pool forward into a channel slice");  // a maximum is exact
+            if (pool.uses_cudnn()) check_close(gdx.host(), dx, library_tol, "cuDNN max pool backward from a slice");
+            else check_bitwise(gdx.host(), dx, "own max pool backward from a slice");
         }
     }
     // GoogLeNet's pool1 (3x3/2, ceil) on 112x112 cannot use cuDNN; ResNet's (3x3/2 pad 1) can.

@@ -6,7 +6,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "braid/exec/executor.hpp"
 #include "braid/exec/host.hpp"
@@ -384,11 +388,99 @@ TEST_CASE("the executor runs every strategy's plan concurrently to the serial ru
     }
 }
 
-TEST_CASE("kernel estimates cost every op of GoogLeNet and ResNet-50 on every device in the table") {
-    for (const char* name : {"googlenet", "resnet50"}) {
+TEST_CASE("inception_v3's training step: acyclic, independent branches, slices and gradient sums in order") {
+    TrainConfig c;
+    c.model.net = "inception_v3";
+    c.model.image = default_image(c.model.net);
+    const TrainingGraph tg = build_training_graph(c);
+    const braid::OpGraph& g = tg.graph;
+    const Network& net = tg.network;
+    REQUIRE(g.topological_order().size() == g.op_count());
+    for (const braid::Edge& e : g.edges()) REQUIRE(g.topological_position()[e.from] < g.topological_position()[e.to]);
+    // 320 layers: 96 convolutions with their batch norms and ReLUs, 11 concats (views, no ops), 2 FCs, 2 losses.
+    REQUIRE(net.layers().size() == 320);
+    std::map<braid::OpKind, std::size_t> kinds;
+    for (const braid::Op& op : g.ops()) ++kinds[op.kind];
+    CHECK(kinds[braid::OpKind::forward] == 320 - 11 + 2);               // and the two loss sums
+    CHECK(kinds[braid::OpKind::backward_data] == 320 - 11 - 1 + 15);    // not Conv2d_1a_3x3's; the gradient sums
+    CHECK(kinds[braid::OpKind::backward_weight] == 96 + 96 + 2);
+    CHECK(kinds[braid::OpKind::update] == 96 + 96 + 2);
+    // A module's branches have no path between them, nor InceptionE's 1x3 and 3x1 halves, nor AuxLogits and Mixed_7a.
+    const auto fwd = [&](const char* layer) { return tg.op(layer, OpRole::forward); };
+    for (auto [a, b] : {std::pair{"Mixed_5b.branch1x1.conv", "Mixed_5b.branch5x5_2.conv"},
+                        std::pair{"Mixed_6c.branch7x7_3.conv", "Mixed_6c.branch7x7dbl_5.conv"},
+                        std::pair{"AuxLogits.conv1.conv", "Mixed_7a.branch3x3_2.conv"},
+                        std::pair{"Mixed_7b.branch3x3_2a.conv", "Mixed_7b.branch3x3_2b.conv"},
+                        std::pair{"Mixed_7a.max_pool", "Mixed_7a.branch3x3_2.conv"}}) {
+        const std::string pair = std::string(a) + " and " + b;
+        CAPTURE(pair);
+        CHECK_FALSE(reaches(tg, fwd(a), fwd(b)));
+        CHECK_FALSE(reaches(tg, fwd(b), fwd(a)));
+    }
+    // InceptionB's max pool writes channels 480..767 of Mixed_6a.cat in place.
+    const auto value = [&](const char* layer) { return g.buffer(tg.tensors[net.layer(net.layer_id(layer)).output].value); };
+    const braid::Buffer& pooled = value("Mixed_6a.max_pool");
+    CHECK(pooled.parent == value("Mixed_6a.cat").id);
+    CHECK(pooled.root_offset_bytes == (384 + 96) * 17 * 17 * 4);
+    CHECK(pooled.stride_bytes == 768 * 17 * 17 * 4);
+    // InceptionE's torch.cat of 2a and 2b is flattened into the module's: 2b follows 2a.
+    CHECK(value("Mixed_7b.branch3x3_2b.relu").root_offset_bytes ==
+          value("Mixed_7b.branch3x3_2a.relu").root_offset_bytes + 384 * 8 * 8 * 4);
+    std::map<std::string, std::vector<std::string>> sums;
+    for (const GradientSum& sum : tg.gradient_sums)
+        for (braid::BufferId p : sum.partials) sums[net.tensor(sum.tensor).name].push_back(g.buffer(p).name);
+    CHECK(sums.at("Mixed_7b.branch3x3_1.relu") ==
+          std::vector<std::string>{"Mixed_7b.branch3x3_1.relu.grad.Mixed_7b.branch3x3_2a.conv",
+                                   "Mixed_7b.branch3x3_1.relu.grad.Mixed_7b.branch3x3_2b.conv"});
+    // Mixed_6e feeds AuxLogits first (program order), then Mixed_7a's three branches.
+    CHECK(sums.at("Mixed_6e.cat") == std::vector<std::string>{"Mixed_6e.cat.grad.AuxLogits.avg_pool",
+                                                              "Mixed_6e.cat.grad.Mixed_7a.branch3x3_1.conv",
+                                                              "Mixed_6e.cat.grad.Mixed_7a.branch7x7x3_1.conv",
+                                                              "Mixed_6e.cat.grad.Mixed_7a.max_pool"});
+    CHECK(sums.at("maxpool2").size() == 4);
+    CHECK(tg.gradient_sums.size() == 15);  // 11 module inputs and InceptionE's 4 split branches
+}
+
+TEST_CASE("the executor runs braid's plan of a small inception_v3 to the serial runner's bits") {
+    // torchvision's smallest Inception-v3 (75x75, no AuxLogits, which needs
+    // 299x299), at 1/8 width: every module type and every kernel shape.
+    TrainConfig c;
+    c.model.net = "inception_v3";
+    c.model.image = 75;
+    c.model.aux_classifiers = false;
+    c.model.width_scale = 0.125;
+    c.model.batch = 2;
+    c.model.classes = 5;
+    const TrainingGraph tg = build_training_graph(c);
+    HostModel reference(tg);
+    for (int it = 0; it < 2; ++it) reference.run_serial_iteration();
+    const braid::DeviceSpec& device = braid::find_device("h200");
+    braid::PlanOptions options;
+    options.strategy = "braid";
+    options.max_streams = 4;
+    const braid::Plan plan =
+        braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), options);
+    CHECK(plan.stream_count() > 1);
+    HostModel model(tg);
+    std::vector<braid::Executor<braid::HostBackend>::Body> bodies;
+    for (const HostBody& body : model.bodies())
+        bodies.push_back([body](braid::HostLane&, const braid::OpContext& ctx) { body(ctx); });
+    braid::HostBackend backend;
+    braid::Executor<braid::HostBackend> executor(tg.graph, plan, backend, std::move(bodies));
+    for (int it = 0; it < 2; ++it) executor.run();
+    const WeightComparison cmp = compare_weights(reference, model);
+    CHECK_MESSAGE(cmp.identical, cmp.describe());
+    CHECK(cmp.tensors_compared > 500);
+    CHECK(model.loss() == reference.loss());
+    CHECK(std::isfinite(model.loss()));
+}
+
+TEST_CASE("kernel estimates cost every op of GoogLeNet, ResNet-50 and Inception-v3 on every device in the table") {
+    for (const char* name : {"googlenet", "resnet50", "inception_v3"}) {
         CAPTURE(name);
         TrainConfig c;
         c.model.net = name;
+        c.model.image = default_image(name);
         const TrainingGraph tg = build_training_graph(c);
         const std::vector<braid::OpEstimate> estimates = op_estimates(tg);
         REQUIRE(estimates.size() == tg.graph.op_count());

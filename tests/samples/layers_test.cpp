@@ -39,7 +39,7 @@ void check_conv(ConvConfig cfg, Shape4 in) {
 
 TEST_SUITE("cpu") {
 
-TEST_CASE("convolution gradients: stride, padding, groups, bias") {
+TEST_CASE("convolution gradients: stride, padding, groups, bias, rectangular kernels") {
     SUBCASE("3x3, stride 2, padding 1, 2 groups, bias") {
         check_conv(ConvConfig{6, 3, 2, 1, 2, true}, Shape4{2, 4, 7, 6});
     }
@@ -48,6 +48,77 @@ TEST_CASE("convolution gradients: stride, padding, groups, bias") {
     }
     SUBCASE("5x5, padding 2 (inception 5x5)") { check_conv(ConvConfig{2, 5, 1, 2, 1, true}, Shape4{1, 3, 5, 5}); }
     SUBCASE("1x1, stride 2 (projection shortcut)") { check_conv(ConvConfig{4, 1, 2, 0, 1, false}, Shape4{2, 3, 5, 5}); }
+    // Inception-v3's factorised convolutions, on inputs that are not square either.
+    SUBCASE("1x7, padding 0x3") { check_conv(ConvConfig{3, {1, 7}, 1, {0, 3}, 1, false}, Shape4{2, 2, 4, 9}); }
+    SUBCASE("7x1, padding 3x0, stride 2, 2 groups, bias") {
+        check_conv(ConvConfig{4, {7, 1}, 2, {3, 0}, 2, true}, Shape4{2, 4, 9, 5});
+    }
+    SUBCASE("1x3 and 3x1 without padding") {
+        check_conv(ConvConfig{2, {1, 3}, 1, 0, 1, true}, Shape4{1, 3, 3, 6});
+        check_conv(ConvConfig{2, {3, 1}, 1, 0, 1, false}, Shape4{1, 3, 6, 3});
+    }
+}
+
+// y[n][k][oh][ow] = b[k] + sum over c, r, s of x[n][c][oh*stride - pad_h + r][ow*stride - pad_w + s] * w[k][c][r][s],
+// written out without the reference's column ranges: gradient checks alone
+// would pass a forward that swapped height and width consistently.
+TEST_CASE("rectangular convolutions: forward by the definition, shapes, parameters, work and errors") {
+    struct Case {
+        ConvConfig cfg;
+        Shape4 in;
+    };
+    for (const Case& t : {Case{{3, {1, 7}, 1, {0, 3}, 1, true}, {2, 2, 5, 11}}, Case{{4, {7, 1}, 2, {3, 0}, 2, false}, {1, 4, 10, 6}},
+                          Case{{2, {3, 1}, 1, {1, 0}, 1, true}, {1, 3, 4, 7}}}) {
+        CAPTURE(to_string(t.cfg.kernel));
+        const Conv2d conv(t.in, t.cfg);
+        const ConvConfig& c = t.cfg;
+        const std::uint32_t cg = t.in.c / c.groups, kg = c.out_channels / c.groups;
+        const auto x = random_values<double>(t.in.elements(), 21), w = random_values<double>(conv.weight_elements(), 22),
+                   b = random_values<double>(c.out_channels, 23);
+        std::vector<double> y(conv.out.elements());
+        conv_forward<double>(conv, cview(x, t.in), w.data(), c.bias ? b.data() : nullptr, view(y, conv.out),
+                             whole_batch(t.in));
+        const Shape4 o = conv.out;
+        CHECK(o.h == (t.in.h + 2 * c.pad.h - c.kernel.h) / c.stride + 1);
+        CHECK(o.w == (t.in.w + 2 * c.pad.w - c.kernel.w) / c.stride + 1);
+        double worst = 0.0;
+        for (std::uint32_t n = 0; n < o.n; ++n)
+            for (std::uint32_t k = 0; k < o.c; ++k)
+                for (std::int64_t oh = 0; oh < o.h; ++oh)
+                    for (std::int64_t ow = 0; ow < o.w; ++ow) {
+                        double sum = c.bias ? b[k] : 0.0;
+                        for (std::uint32_t cc = 0; cc < cg; ++cc)
+                            for (std::int64_t r = 0; r < c.kernel.h; ++r)
+                                for (std::int64_t q = 0; q < c.kernel.w; ++q) {
+                                    const std::int64_t ih = oh * c.stride - c.pad.h + r, iw = ow * c.stride - c.pad.w + q;
+                                    if (ih < 0 || iw < 0 || ih >= t.in.h || iw >= t.in.w) continue;
+                                    const std::uint32_t ch = k / kg * cg + cc;
+                                    sum += x[((n * t.in.c + ch) * t.in.h + ih) * t.in.w + iw] *
+                                           w[((k * cg + cc) * c.kernel.h + r) * c.kernel.w + q];
+                                }
+                        worst = std::max(worst, std::abs(sum - y[((n * o.c + k) * o.h + oh) * o.w + ow]));
+                    }
+        CHECK(worst < 1e-12);
+        // Weights [K][C/g][R][S]; work and estimates count R*S taps.
+        const ParamSpec weight = conv.parameters().front();
+        CHECK(weight.shape == Shape4{c.out_channels, cg, c.kernel.h, c.kernel.w});
+        CHECK(weight.fan_in == std::uint64_t{cg} * c.kernel.h * c.kernel.w);
+        CHECK(conv.macs() == o.elements() * cg * c.kernel.h * c.kernel.w);
+        const std::vector<braid::KernelEstimate> fwd = conv.kernels(Pass::forward, EstimateOptions{});
+        REQUIRE(!fwd.empty());
+        CHECK(fwd.front().flops == doctest::Approx(2.0 * static_cast<double>(conv.macs())));
+    }
+    // torchvision's Mixed_6b.branch7x7_2 and _3 keep 17x17; without padding a 1x7 kernel narrows only the width.
+    CHECK(Conv2d(Shape4{1, 128, 17, 17}, ConvConfig{128, {1, 7}, 1, {0, 3}, 1, false}).out == Shape4{1, 128, 17, 17});
+    CHECK(Conv2d(Shape4{1, 128, 17, 17}, ConvConfig{192, {7, 1}, 1, {3, 0}, 1, false}).out == Shape4{1, 192, 17, 17});
+    CHECK(Conv2d(Shape4{1, 8, 17, 17}, ConvConfig{8, {1, 7}, 1, 0, 1, false}).out == Shape4{1, 8, 17, 11});
+    CHECK(ConvConfig{8, 3, 1, 1}.kernel == Size2{3, 3});  // one number: a square
+    CHECK_THROWS_WITH_AS(Conv2d(Shape4{1, 3, 9, 5}, ConvConfig{4, {1, 7}, 1, 0, 1, false}),
+                         "convolution: a 1x7 kernel with padding 0 does not fit a 9x5 input", ShapeError);
+    CHECK_THROWS_WITH_AS(Conv2d(Shape4{1, 3, 5, 5}, ConvConfig{4, {7, 1}, 1, {0, 3}, 1, false}),
+                         "convolution: a 7x1 kernel with padding 0x3 does not fit a 5x5 input", ShapeError);
+    CHECK_THROWS_WITH_AS(Conv2d(Shape4{1, 3, 5, 5}, ConvConfig{4, {3, 0}, 1, 0, 1, false}),
+                         doctest::Contains("kernel and stride must be >= 1, got a 3x0 kernel"), ShapeError);
 }
 
 TEST_CASE("convolution shapes and errors") {
@@ -335,6 +406,15 @@ TEST_CASE("splittable bodies: parts give the whole-batch bits and touch only the
     });
     check_parts("conv backward_data", in, [&](ImageRange r, std::vector<float>& dx) {
         conv_backward_data<float>(conv, cview(conv_dy, conv.out), w.data(), view(dx, in), r);
+    });
+    const Conv2d conv1x7(in, ConvConfig{3, {1, 7}, 1, {0, 3}, 1, false});
+    const std::vector<float> w1x7 = random_values<float>(conv1x7.weight_elements(), 101);
+    const std::vector<float> dy1x7 = random_values<float>(conv1x7.out.elements(), 102);
+    check_parts("1x7 conv forward", conv1x7.out, [&](ImageRange r, std::vector<float>& y) {
+        conv_forward<float>(conv1x7, cview(x, in), w1x7.data(), nullptr, view(y, conv1x7.out), r);
+    });
+    check_parts("1x7 conv backward_data", in, [&](ImageRange r, std::vector<float>& dx) {
+        conv_backward_data<float>(conv1x7, cview(dy1x7, conv1x7.out), w1x7.data(), view(dx, in), r);
     });
     const Relu relu(in);
     check_parts("relu forward", in,

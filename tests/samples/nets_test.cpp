@@ -1,11 +1,14 @@
-// The sample networks: the output shape of every layer at 224x224 against
-// the papers' tables, parameter counts against the published ones, width
-// scaling, other image sizes and the errors for impossible ones.
+// The sample networks: the output shape of every layer at 224x224 (299x299
+// for Inception-v3) against the papers' and torchvision's tables, parameter
+// counts against the published ones, width scaling, other image sizes and
+// the errors for impossible ones.
 #include <doctest/doctest.h>
 
 #include <array>
 #include <map>
 #include <string>
+#include <utility>
+#include <variant>
 
 #include "nets/zoo.hpp"
 
@@ -134,9 +137,153 @@ std::map<std::string, Expected> resnet_table(std::uint32_t depth) {
     return e;
 }
 
+// torchvision's inception.py: the channels of every BasicConv2d in each
+// module's __init__, and the sizes its _forward comments give at 299x299.
+std::map<std::string, Expected> inception_v3_table(bool aux) {
+    std::map<std::string, Expected> e;
+    auto basic = [&](const std::string& p, Expected x) { e[p + ".conv"] = e[p + ".bn"] = e[p + ".relu"] = x; };
+    basic("Conv2d_1a_3x3", {32, 149});
+    basic("Conv2d_2a_3x3", {32, 147});
+    basic("Conv2d_2b_3x3", {64, 147});
+    e["maxpool1"] = {64, 73};
+    basic("Conv2d_3b_1x1", {80, 73});
+    basic("Conv2d_4a_3x3", {192, 71});
+    e["maxpool2"] = {192, 35};
+    std::uint32_t in = 192;
+    for (auto [m, pool_features] : {std::pair{"Mixed_5b", 32u}, std::pair{"Mixed_5c", 64u}, std::pair{"Mixed_5d", 64u}}) {
+        const std::string p = m;
+        basic(p + ".branch1x1", {64, 35});
+        basic(p + ".branch5x5_1", {48, 35});
+        basic(p + ".branch5x5_2", {64, 35});
+        basic(p + ".branch3x3dbl_1", {64, 35});
+        basic(p + ".branch3x3dbl_2", {96, 35});
+        basic(p + ".branch3x3dbl_3", {96, 35});
+        e[p + ".avg_pool"] = {in, 35};
+        basic(p + ".branch_pool", {pool_features, 35});
+        in = 64 + 64 + 96 + pool_features;
+        e[p + ".cat"] = {in, 35};
+    }
+    CHECK(in == 288);
+    basic("Mixed_6a.branch3x3", {384, 17});
+    basic("Mixed_6a.branch3x3dbl_1", {64, 35});
+    basic("Mixed_6a.branch3x3dbl_2", {96, 35});
+    basic("Mixed_6a.branch3x3dbl_3", {96, 17});
+    e["Mixed_6a.max_pool"] = {288, 17};
+    e["Mixed_6a.cat"] = {384 + 96 + 288, 17};
+    for (auto [m, c7] : {std::pair{"Mixed_6b", 128u}, std::pair{"Mixed_6c", 160u}, std::pair{"Mixed_6d", 160u},
+                         std::pair{"Mixed_6e", 192u}}) {
+        const std::string p = m;
+        basic(p + ".branch1x1", {192, 17});
+        basic(p + ".branch7x7_1", {c7, 17});
+        basic(p + ".branch7x7_2", {c7, 17});
+        basic(p + ".branch7x7_3", {192, 17});
+        for (const char* i : {"1", "2", "3", "4"}) basic(p + ".branch7x7dbl_" + i, {c7, 17});
+        basic(p + ".branch7x7dbl_5", {192, 17});
+        e[p + ".avg_pool"] = {768, 17};
+        basic(p + ".branch_pool", {192, 17});
+        e[p + ".cat"] = {768, 17};
+    }
+    if (aux) {
+        e["AuxLogits.avg_pool"] = {768, 5};
+        basic("AuxLogits.conv0", {128, 5});
+        basic("AuxLogits.conv1", {768, 1});
+        e["AuxLogits.avgpool"] = {768, 1};
+        e["AuxLogits.fc"] = e["AuxLogits.loss"] = {1000, 1};
+    }
+    basic("Mixed_7a.branch3x3_1", {192, 17});
+    basic("Mixed_7a.branch3x3_2", {320, 8});
+    for (const char* i : {"1", "2", "3"}) basic(std::string("Mixed_7a.branch7x7x3_") + i, {192, 17});
+    basic("Mixed_7a.branch7x7x3_4", {192, 8});
+    e["Mixed_7a.max_pool"] = {768, 8};
+    e["Mixed_7a.cat"] = {320 + 192 + 768, 8};
+    for (auto [m, c] : {std::pair{"Mixed_7b", 1280u}, std::pair{"Mixed_7c", 2048u}}) {
+        const std::string p = m;
+        basic(p + ".branch1x1", {320, 8});
+        for (const char* b : {".branch3x3_1", ".branch3x3_2a", ".branch3x3_2b", ".branch3x3dbl_2", ".branch3x3dbl_3a",
+                              ".branch3x3dbl_3b"})
+            basic(p + b, {384, 8});
+        basic(p + ".branch3x3dbl_1", {448, 8});
+        e[p + ".avg_pool"] = {c, 8};
+        basic(p + ".branch_pool", {192, 8});
+        e[p + ".cat"] = {320 + 768 + 768 + 192, 8};
+    }
+    e["avgpool"] = e["dropout"] = {2048, 1};
+    e["fc"] = e["loss"] = {1000, 1};
+    return e;
+}
+
+NetConfig inception(bool aux = true) {
+    NetConfig c = config("inception_v3", aux);
+    c.image = default_image("inception_v3");
+    return c;
+}
+
+// Multiply-adds of one image's convolutions and fully connected layers.
+double conv_fc_macs_per_image(const Network& net) {
+    double macs = 0.0;
+    for (const LayerNode& l : net.layers()) {
+        if (const auto* c = std::get_if<Conv2d>(&l.spec)) macs += static_cast<double>(c->macs());
+        if (const auto* f = std::get_if<FullyConnected>(&l.spec))
+            macs += static_cast<double>(f->in.n * f->in_features() * f->config.out_features);
+    }
+    return macs / net.batch();
+}
+
 }  // namespace
 
 TEST_SUITE("cpu") {
+
+TEST_CASE("inception_v3: every layer's output shape at 299x299 matches torchvision's") {
+    CHECK(default_image("inception_v3") == 299);
+    CHECK(default_image("resnet50") == 224);
+    CHECK(default_image("googlenet") == 224);
+    SUBCASE("with AuxLogits") { check_every_layer(make_network(inception()), inception_v3_table(true)); }
+    SUBCASE("without") { check_every_layer(make_network(inception(false)), inception_v3_table(false)); }
+}
+
+TEST_CASE("inception_v3: BasicConv2d, rectangular kernels, pools and heads as torchvision defines them") {
+    const Network net = make_network(inception());
+    const auto conv = [&](const std::string& name) { return std::get<Conv2d>(net.layer(net.layer_id(name)).spec); };
+    const Conv2d c17 = conv("Mixed_6b.branch7x7_2.conv"), c71 = conv("Mixed_6b.branch7x7_3.conv");
+    CHECK(c17.config.kernel == Size2{1, 7});
+    CHECK(c17.config.pad == Size2{0, 3});
+    CHECK(c17.parameters().front().shape == Shape4{128, 128, 1, 7});
+    CHECK(c71.config.kernel == Size2{7, 1});
+    CHECK(c71.config.pad == Size2{3, 0});
+    CHECK(conv("Mixed_7c.branch3x3dbl_3a.conv").config.kernel == Size2{1, 3});
+    CHECK(conv("Mixed_7c.branch3x3dbl_3b.conv").config.pad == Size2{1, 0});
+    CHECK(conv("Mixed_7a.branch7x7x3_2.conv").config.kernel == Size2{1, 7});
+    std::size_t convs = 0, batch_norms = 0;
+    for (const LayerNode& l : net.layers()) {
+        if (const auto* c = std::get_if<Conv2d>(&l.spec)) {
+            ++convs;
+            CAPTURE(l.name);
+            CHECK_FALSE(c->config.bias);  // BasicConv2d: bias=False, then
+            const LayerNode& next = net.layer(net.tensor(l.output).consumers.at(0).layer);
+            REQUIRE(std::holds_alternative<BatchNorm2d>(next.spec));
+            CHECK(std::get<BatchNorm2d>(next.spec).config.epsilon == 0.001f);  // BatchNorm2d(eps=0.001)
+            ++batch_norms;
+        }
+    }
+    CHECK(convs == 94 + 2);  // torchvision's 94 in the trunk, 2 in AuxLogits
+    CHECK(batch_norms == convs);
+    const auto pool = [&](const std::string& name) { return std::get<Pool2d>(net.layer(net.layer_id(name)).spec); };
+    CHECK(pool("maxpool1").config.mode == PoolMode::max);
+    CHECK_FALSE(pool("maxpool1").config.ceil_mode);  // nn.MaxPool2d(3, stride=2): floor
+    CHECK(pool("Mixed_5b.avg_pool").config.mode == PoolMode::average);
+    CHECK(pool("Mixed_5b.avg_pool").pad == 1);
+    CHECK(pool("avgpool").config.global);
+    CHECK(pool("AuxLogits.avgpool").config.global);
+    CHECK(std::get<Dropout>(net.layer(net.layer_id("dropout")).spec).config.ratio == 0.5f);
+    const std::vector<LayerId> losses = net.loss_layers();
+    REQUIRE(losses.size() == 2);
+    CHECK(net.layer(losses[0]).name == "AuxLogits.loss");
+    CHECK(std::get<SoftmaxCrossEntropy>(net.layer(losses[0]).spec).config.weight == 0.4f);
+    CHECK(std::get<SoftmaxCrossEntropy>(net.layer(losses[1]).spec).config.weight == 1.0f);
+    // Forward multiply-adds of the convolutions and FCs: torchvision's "_ops"
+    // of Inception_V3_Weights, 5.713 G (counted in eval mode: without AuxLogits).
+    CHECK(conv_fc_macs_per_image(make_network(inception(false))) / 1e9 == doctest::Approx(5.713).epsilon(1e-4));
+}
 
 TEST_CASE("every layer's output shape at 224x224 matches the papers' tables") {
     SUBCASE("googlenet with auxiliary classifiers") {
@@ -160,6 +307,10 @@ TEST_CASE("parameter counts equal the published ones (224x224, 1000 classes)") {
     // train_val.prototxt (with both) 13,378,280.
     CHECK(make_network(config("googlenet", false)).parameter_count() == 6'998'552);
     CHECK(make_network(config("googlenet")).parameter_count() == 13'378'280);
+    // torchvision's Inception_V3_Weights num_params (aux_logits=True) at 299x299;
+    // less AuxLogits' conv0 (98,560), conv1 (2,459,136) and fc (769,000).
+    CHECK(make_network(inception()).parameter_count() == 27'161'264);
+    CHECK(make_network(inception(false)).parameter_count() == 23'834'568);
 }
 
 TEST_CASE("class count, width scale and batch") {
@@ -209,6 +360,29 @@ TEST_CASE("other image sizes: shapes follow, impossible ones say why and what wo
     NetConfig tiny = config("googlenet", false);
     tiny.image = without - 1;
     CHECK_THROWS_WITH_AS(make_network(tiny), doctest::Contains("does not fit"), ShapeError);
+}
+
+TEST_CASE("inception_v3 at other sizes: AuxLogits needs 299x299, the trunk 75x75 (torchvision's min_size)") {
+    NetConfig c = inception();
+    CHECK(smallest_image(c) == 299);
+    c.aux_classifiers = false;
+    CHECK(smallest_image(c) == 75);
+    c.image = 75;
+    const Network small = make_network(c);
+    CHECK(output_of(small.layer(small.layer_id("Mixed_6e.cat")).spec).h == 3);
+    CHECK(output_of(small.layer(small.layer_id("Mixed_7c.cat")).spec).h == 1);
+    c.image = 74;
+    CHECK_THROWS_WITH_AS(make_network(c), doctest::Contains("the smallest image inception_v3 accepts is 75x75"),
+                         ShapeError);
+    NetConfig aux = inception();
+    aux.image = 298;  // Mixed_6e is 16x16, the 5x5/3 pool gives 4x4 and conv1's 5x5 kernel does not fit
+    CHECK_THROWS_WITH_AS(make_network(aux),
+                         "network 'inception_v3', layer 'AuxLogits.conv1.conv': convolution: a 5x5 kernel with padding "
+                         "0 does not fit a 4x4 input; the smallest image inception_v3 accepts is 299x299 (75x75 "
+                         "without the auxiliary classifiers)",
+                         ShapeError);
+    aux.image = 512;
+    CHECK(output_of(make_network(aux).layer(make_network(aux).layer_id("Mixed_7c.cat")).spec).h == 14);
 }
 
 TEST_CASE("bad network configurations name the problem") {

@@ -210,6 +210,21 @@ TEST_CASE("a deploy net's Softmax output is trained as SoftmaxWithLoss, with a n
     CHECK(has_note(p, "layer 'prob' (Softmax) is the net's output and it has no loss"));
 }
 
+TEST_CASE("rectangular convolution kernels and pads: kernel_h/kernel_w, pad_h/pad_w, or two values") {
+    for (const char* conv : {"kernel_h: 3 kernel_w: 1 pad_h: 1 pad_w: 0", "kernel_size: 3 kernel_size: 1 pad: 1 pad: 0"}) {
+        CAPTURE(conv);
+        const PrototxtNet p = parse(small_with("kernel_size: 3 pad: 1", conv));
+        const Conv2d& c = std::get<Conv2d>(p.network.layer(p.network.layer_id("conv")).spec);
+        CHECK(c.config.kernel == Size2{3, 1});
+        CHECK(c.config.pad == Size2{1, 0});
+        CHECK(c.out == Shape4{2, 8, 16, 16});
+        CHECK(c.parameters().front().shape == Shape4{8, 3, 3, 1});
+    }
+    // A 1x7 kernel without padding narrows the width only.
+    const PrototxtNet p = parse(small_with("kernel_size: 3 pad: 1", "kernel_h: 1 kernel_w: 7"));
+    CHECK(output_of(p.network.layer(p.network.layer_id("conv")).spec) == Shape4{2, 8, 16, 10});
+}
+
 TEST_CASE("bad prototxts fail naming the file, the line and the layer") {
     CHECK(error_of([] { parse(std::string(small_current).substr(0, 300)); }) ==
           "net.prototxt:8:20: Unexpected end of string.");  // truncated (in protobuf's words)
@@ -234,8 +249,14 @@ TEST_CASE("bad prototxts fail naming the file, the line and the layer") {
     CHECK(error_of([] { parse(small_with("kernel_size: 3 pad: 1", "kernel_size: 3 pad: 2 dilation: 2")); }) ==
           "net.prototxt:6: layer 'conv' (Convolution): dilation 2: braid's convolutions are not dilated (dilation 1 "
           "only)");
-    CHECK(error_of([] { parse(small_with("kernel_size: 3 pad: 1", "kernel_h: 3 kernel_w: 1 pad: 1")); }) ==
-          "net.prototxt:6: layer 'conv' (Convolution): kernel_h 3 differs from kernel_w 1; braid's layers are square");
+    CHECK(error_of([] { parse(small_with("kernel_size: 3 pad: 1", "kernel_size: 3 pad: 1 stride_h: 2 stride_w: 1")); }) ==
+          "net.prototxt:6: layer 'conv' (Convolution): stride_h 2 differs from stride_w 1; braid's convolution strides "
+          "are square");
+    CHECK(error_of([] { parse(small_with("kernel_size: 2 stride: 2", "kernel_h: 2 kernel_w: 3 stride: 2")); }) ==
+          "net.prototxt:9: layer 'pool' (Pooling): kernel_h 2 differs from kernel_w 3; braid's pooling windows are "
+          "square");
+    CHECK(error_of([] { parse(small_with("kernel_size: 3 pad: 1", "kernel_h: 3 pad: 1")); }) ==
+          "net.prototxt:6: layer 'conv' (Convolution): sets only one of kernel_h and kernel_w");
     CHECK(error_of([] { parse(small_with("bottom: \"fc\" bottom: \"label\"", "bottom: \"fc\" bottom: \"pool\"")); }) ==
           "net.prototxt:11: layer 'loss' (SoftmaxWithLoss): second bottom 'pool' is not the labels of the net's input");
     CHECK(error_of([] {

@@ -86,13 +86,15 @@ inline nlohmann::json to_json(const EstimateCalibration& c) {
     nlohmann::json classes = nlohmann::json::object();
     for (KernelClass k : all_kernel_classes) {
         const KernelClassFit& f = c[k];
-        if (!f.fitted() && !(f.fill_mid_ns > 0.0)) continue;
-        nlohmann::json j{{"scale", f.scale}, {"floor_ns", f.floor_ns}, {"size_exponent", f.size_exponent}};
-        if (f.fill_mid_ns > 0.0) {
-            j["fill_mid_ns"] = f.fill_mid_ns;
-            j["fill_width"] = f.fill_width;
-        }
-        classes[std::string(to_string(k))] = j;
+        // Every field of a class that differs from the default: what was
+        // read comes back the same (a fill width without a fill midpoint
+        // does nothing, but it is kept).
+        if (f == KernelClassFit{}) continue;
+        classes[std::string(to_string(k))] = {{"scale", f.scale},
+                                              {"floor_ns", f.floor_ns},
+                                              {"size_exponent", f.size_exponent},
+                                              {"fill_mid_ns", f.fill_mid_ns},
+                                              {"fill_width", f.fill_width}};
     }
     return {{"reference_ns", c.reference_ns}, {"classes", classes}};
 }
