@@ -18,6 +18,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "braid/cuda/device.hpp"
 #include "braid/detail/json_reader.hpp"
 #include "braid/plan/plan_json.hpp"
 #include "braid/planner/strategies/nimble.hpp"
@@ -53,9 +54,15 @@ int run(const Options& o) {
     // Rows by (network settings, mode): each group shares a graph and a timing source.
     std::map<std::tuple<std::string, bool>, std::vector<std::size_t>> groups;
     for (std::size_t i = 0; i < m.rows.size(); ++i) {
+        const std::string who = "measurements row " + std::to_string(i) + " ('" + m.rows[i].label + "')";
         if (m.rows[i].network.empty())
-            throw braid::Error("measurements row " + std::to_string(i) + " ('" + m.rows[i].label +
-                               "') names no bundled network: braid-measure cannot rebuild its training step");
+            throw braid::Error(who + " names no bundled network: braid-measure cannot rebuild its training step");
+        try {
+            // Checked here, before any GPU time is spent.
+            (void)braid::samples::net_config_from_settings(m.rows[i].network).value();
+        } catch (const std::exception& e) {
+            throw braid::Error(who + ": its network settings: " + e.what());
+        }
         groups[{braid::detail::settings_json(m.rows[i].network).dump(), m.rows[i].mode == braid::LaunchMode::graph}]
             .push_back(i);
     }
@@ -81,13 +88,20 @@ int run(const Options& o) {
             }
         for (std::size_t k = 0; k < rows.size(); ++k) {
             doc["rows"][rows[k]]["ms"] = ms[k];
-            std::vector<double> sorted = ms[k];
-            std::sort(sorted.begin(), sorted.end());
+            braid::CalibrationRow measured;
+            measured.measured_ms = ms[k];
             fmt::print("  {} b{} {} {:<16} median {:.3f} ms over {} rounds\n", net.net, net.batch,
-                       std::get<1>(key) ? "graph" : "eager", m.rows[rows[k]].label, sorted[sorted.size() / 2],
-                       sorted.size());
+                       std::get<1>(key) ? "graph" : "eager", m.rows[rows[k]].label, measured.measured_median_ms(),
+                       ms[k].size());
         }
     }
+    // The times are this GPU's now: the file says so.
+    const braid::DeviceSpec live = braid::cuda::device_spec_from_cuda();
+    const braid::MeasuredOn on = braid::samples::cuda_measured_on(0, true);
+    if (!m.device_name.empty() && m.device_name != live.name)
+        fmt::print("braid-measure: note: {} was measured on {}; its rows are now times on {}\n", o.in, m.device_name,
+                   live.name);
+    doc["device"] = {{"name", live.name}, {"key", live.key}, {"driver", on.driver}, {"cudnn", on.cudnn}, {"cublas", on.cublas}};
     doc["source"] = fmt::format("braid-measure on {}: {} interleaved rounds per (network, mode) group; rows from {}",
                                 braid::samples::cuda_device_description(), o.rounds, o.in);
     const std::filesystem::path out(o.out);

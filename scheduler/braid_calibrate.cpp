@@ -31,10 +31,22 @@ struct Options {
 // include/braid/planner/calibration_table.hpp (exact doubles).
 std::string as_cpp(const braid::Calibration& c) {
     auto num = [](double v) { return fmt::format("{:.17g}", v); };
+    // A C++ string literal: quotes, backslashes and control bytes escaped (octal).
+    auto text = [](const std::string& v) {
+        std::string out = "\"";
+        for (const char ch : v) {
+            const auto u = static_cast<unsigned char>(ch);
+            if (ch == '"' || ch == '\\') out += '\\', out += ch;
+            else if (u < 0x20 || u == 0x7f) out += fmt::format("\\{:03o}", u);
+            else out += ch;
+        }
+        return out + "\"";
+    };
     std::string s;
-    s += fmt::format("    Calibration c;\n    c.device_key = \"{}\";\n    c.device_name = \"{}\";\n", c.device_key, c.device_name);
+    s += fmt::format("    Calibration c;\n    c.device_key = {};\n    c.device_name = {};\n", text(c.device_key),
+                     text(c.device_name));
     s += fmt::format("    c.sm_count = {};\n    c.cc_major = {};\n    c.cc_minor = {};\n", c.sm_count, c.cc_major, c.cc_minor);
-    s += fmt::format("    c.source = \"{}\";\n", c.source);
+    s += fmt::format("    c.source = {};\n", text(c.source));
     s += fmt::format("    c.graph_kernel_time_scale = {};\n    c.eager_kernel_time_scale = {};\n    c.cupti_host_scale = {};\n",
                      num(c.graph_kernel_time_scale), num(c.eager_kernel_time_scale), num(c.cupti_host_scale));
     braid::sim::Params p = c.sim;
@@ -50,7 +62,7 @@ std::string as_cpp(const braid::Calibration& c) {
     s += fmt::format("    c.estimate.reference_ns = {};\n", num(c.estimate.reference_ns));
     for (braid::KernelClass k : braid::all_kernel_classes) {
         const braid::KernelClassFit& f = c.estimate[k];
-        if (!f.fitted() && !(f.fill_mid_ns > 0.0)) continue;
+        if (f == braid::KernelClassFit{}) continue;  // what to_json leaves out too
         s += fmt::format("    c.estimate[KernelClass::{}] = {{{}, {}, {}, {}, {}}};\n", braid::to_string(k), num(f.scale),
                          num(f.floor_ns), num(f.size_exponent), num(f.fill_mid_ns), num(f.fill_width));
     }

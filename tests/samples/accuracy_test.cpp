@@ -96,7 +96,12 @@ TEST_CASE("measurements files: errors name the file, the row and the field") {
         {doc("{\"profile\": \"p.json\", \"plan\": \"serial\", \"mode\": \"fast\", \"ms\": [1]}"),
          "$.rows[0].mode: expected \"graph\" or \"eager\", got \"fast\""},
         {doc("{\"profile\": \"p.json\", \"plan\": \"serial\", \"mode\": \"graph\", \"ms\": [0]}"),
-         "$.rows[0].ms[0]: must be a time in ms, > 0"},
+         "$.rows[0].ms[0]: must be a time in ms, > 0 and at most 1e7"},
+        {doc("{\"profile\": \"p.json\", \"plan\": \"serial\", \"mode\": \"graph\", \"ms\": [2e7]}"),
+         "$.rows[0].ms[0]: must be a time in ms, > 0 and at most 1e7"},
+        {doc("{\"profile\": \"p.json\", \"plan\": \"serial\", \"mode\": \"graph\", \"ms\": [1], \"network\": "
+             "{\"Net\": \"resnet50\", \"batch\": 8}}"),
+         "$.rows[0].network: needs \"net\", the bundled network's name"},
         {doc("{\"profile\": \"p.json\", \"plan\": \"serial\", \"mode\": \"graph\", \"ms\": []}"), "$.rows[0].ms: no measurements"},
         {doc("{\"profile\": \"p.json\", \"plan\": \"serial\", \"mode\": \"graph\", \"ms\": [1], \"speed\": 2}"),
          "$.rows[0].speed: unknown field"},
@@ -123,8 +128,27 @@ TEST_CASE("measurements files: errors name the file, the row and the field") {
         "wrong-net.json", doc("{\"profile\": \"" + profile +
                               "\", \"plan\": \"serial\", \"mode\": \"graph\", \"ms\": [1], \"network\": {\"net\": "
                               "\"resnet50\", \"batch\": 32}}"));
-    CHECK(error_of([&] { (void)samples::read_calibration_inputs({wrong_net}); })
-              .find("network 'resnet50' at batch 32 builds graph") != std::string::npos);
+    const std::string wrong_net_error = error_of([&] { (void)samples::read_calibration_inputs({wrong_net}); });
+    CHECK(wrong_net_error.find("network 'resnet50' at batch 32 builds graph") != std::string::npos);
+    CHECK(wrong_net_error.find("measurements row 0 ('serial'): ") != std::string::npos);
+    // Two rows of one profile that disagree on its network.
+    const std::string network = "\"network\": {\"net\": \"resnet50\", \"batch\": 8}";
+    const std::string conflicting = write_temp(
+        "conflicting.json",
+        doc("{\"label\": \"a\", \"profile\": \"" + profile + "\", \"plan\": \"serial\", \"mode\": \"graph\", \"ms\": [1], " +
+            network + "}, {\"label\": \"b\", \"profile\": \"" + profile +
+            "\", \"plan\": \"nimble\", \"mode\": \"graph\", \"ms\": [1], \"network\": {\"net\": \"resnet50\", \"batch\": 32}}"));
+    CHECK(error_of([&] { (void)calibration_inputs(load_measurements(conflicting)); })
+              .find("measurements row 1 ('b'): its network settings differ from those of row 0 ('a')") !=
+          std::string::npos);
+    // A profile that is not one: the error names the row, then the file.
+    const std::string not_profile = write_temp(
+        "not-profile.json", doc("{\"label\": \"x\", \"profile\": \"" + data +
+                                "/measurements.json\", \"plan\": \"serial\", \"mode\": \"graph\", \"ms\": [1]}"));
+    const std::string not_profile_error = error_of([&] { (void)calibration_inputs(load_measurements(not_profile)); });
+    CAPTURE(not_profile_error);
+    CHECK(not_profile_error.rfind("measurements row 0 ('x'): ", 0) == 0);
+    CHECK(not_profile_error.find("measurements.json") != std::string::npos);
     const std::string unknown_net = write_temp(
         "unknown-net.json", doc("{\"profile\": \"" + profile +
                                 "\", \"plan\": \"serial\", \"mode\": \"graph\", \"ms\": [1], \"network\": {\"net\": "

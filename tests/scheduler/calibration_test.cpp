@@ -205,6 +205,14 @@ TEST_CASE("fit_estimates recovers the per-class fits that made the profiled time
         CHECK(fit[k].scale == doctest::Approx(truth[k].scale).epsilon(1e-3));
     }
     CHECK(!fit[KernelClass::gemm].fitted());  // never seen: not fitted
+    // The profiled kernels' grids say how much of the GPU they hold: a fill
+    // curve; a durations-only profile's stand-in shapes say nothing: none.
+    CHECK(fit[KernelClass::conv_forward].fill_mid_ns > 0.0);
+    nets[0].launch_shapes = false;
+    const EstimateCalibration no_shapes = fit_estimates(nets, options);
+    CHECK(no_shapes[KernelClass::conv_forward].fill_mid_ns == 0.0);
+    CHECK(no_shapes[KernelClass::conv_forward].scale == fit[KernelClass::conv_forward].scale);
+    nets[0].launch_shapes = true;
 
     nets[0].estimates->pop_back();
     CHECK(error_of([&] { (void)fit_estimates(nets); }) ==
@@ -244,4 +252,61 @@ TEST_CASE("fit_simulator recovers the kernel time scale and constants that made 
     for (const RowPrediction& p : predict_rows(nets, rows, fit, CostSource::profile))
         CHECK(std::abs(p.error_pct()) < 0.5);
     CHECK(fit.graph_kernel_time_scale == doctest::Approx(0.9).epsilon(0.02));
+}
+
+TEST_CASE("fit_simulator: a net without fitted rows leaves the host's cost alone, and so do graph rows alone") {
+    braid::testing::TestGraph t = braid::testing::inception_like(4);
+    const DeviceSpec& dev = find_device("h200");
+    double kernel_ns = 0.0;
+    std::size_t launches = 0;
+    for (const OpCost& op : t.costs)
+        for (const KernelCost& k : op.kernels) kernel_ns += k.duration_ns, ++launches;
+    // Two profiled nets whose own runs were host-bound (each launch cost the
+    // host far more than its kernel took); only the first has rows.
+    std::vector<ProfiledNet> nets(2);
+    for (std::size_t n = 0; n < 2; ++n) {
+        nets[n].name = n == 0 ? "fitted" : "held_out";
+        nets[n].graph = &t.graph;
+        nets[n].device = dev;
+        nets[n].profiled = t.costs;
+        nets[n].profiled_iteration_ns = kernel_ns + 20000.0 * static_cast<double>(launches);
+    }
+    auto rows_of = [&](std::initializer_list<LaunchMode> modes) {
+        std::vector<CalibrationRow> rows;
+        for (LaunchMode mode : modes) {
+            CalibrationRow r;
+            r.label = std::string("serial ") + std::string(to_string(mode));
+            r.plan = strategy::serial(t.graph, "h200");
+            r.mode = mode;
+            r.measured_ms = {(kernel_ns + (mode == LaunchMode::eager ? 15000.0 * static_cast<double>(launches) : 0.0)) / 1e6};
+            rows.push_back(r);
+        }
+        return rows;
+    };
+    SimFitOptions quick;
+    quick.sweeps = 1;
+    quick.rounds = 1;
+    quick.points = 3;
+
+    const std::vector<CalibrationRow> both = rows_of({LaunchMode::graph, LaunchMode::eager});
+    const Calibration fit = fit_simulator(nets, both, Calibration{}, {}, quick);
+    REQUIRE(fit.cupti_host_scale > 0.0);
+    CHECK(fit.sim.launch_latency_ns > 0.0);
+    // The held-out net's profiled run changes nothing of the fit.
+    std::vector<ProfiledNet> other = nets;
+    other[1].profiled_iteration_ns *= 10.0;
+    const Calibration refit = fit_simulator(other, both, Calibration{}, {}, quick);
+    CHECK(refit.sim.launch_latency_ns == fit.sim.launch_latency_ns);
+    CHECK(refit == fit);
+
+    // Graph rows say nothing of the host's cost per eager launch: the start's stays.
+    Calibration start;
+    start.sim.launch_latency_ns = 4321.0;
+    const Calibration graph_only = fit_simulator(nets, rows_of({LaunchMode::graph}), start, {}, quick);
+    CHECK(graph_only.cupti_host_scale == 0.0);
+    CHECK(graph_only.sim.launch_latency_ns == 4321.0);
+
+    quick.points = 1;
+    CHECK(error_of([&] { (void)fit_simulator(nets, both, Calibration{}, {}, quick); })
+              .find("needs at least 2 points per dimension, got 1") != std::string::npos);
 }

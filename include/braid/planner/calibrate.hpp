@@ -57,6 +57,9 @@ struct ProfiledNet {
     // The profiled iteration itself (eager, serial, under CUPTI): first
     // activity to last, the median over the measured iterations; 0: unknown.
     double profiled_iteration_ns = 0.0;
+    // False for a durations-only profile: its kernels' launch shapes are
+    // stand-ins (one full wave per op), so they say nothing of GPU fill.
+    bool launch_shapes = true;
 };
 
 // The host cost per launch that makes the profiled run take as long as it
@@ -145,7 +148,7 @@ inline double simulate_row(PreparedRow& row, const Calibration& c) {
     return sim::simulate(row.device, row.program, c.sim).makespan_ns / 1e6;
 }
 
-// Predictions of `rows` (indices into `prepared`) under `c`, two threads.
+// Predictions of `rows` (indices into `prepared`) under `c`, on up to four threads.
 inline std::vector<double> simulate_rows(std::vector<PreparedRow>& prepared, std::span<const std::size_t> rows,
                                          const Calibration& c) {
     std::vector<double> out(rows.size());
@@ -195,6 +198,7 @@ struct Dimension {
 inline void search(std::vector<PreparedRow>& prepared, std::span<const std::size_t> rows, Calibration& c,
                    std::span<const Dimension> dims, int sweeps, int rounds, int points) {
     if (rows.empty() || dims.empty()) return;
+    if (points < 2) throw ModelError("calibration search: needs at least 2 points per dimension, got " + std::to_string(points));
     std::vector<double> measured;
     for (std::size_t r : rows) measured.push_back(prepared[r].measured_ms);
     auto objective = [&](const Calibration& x) { return mean_abs_log_error(simulate_rows(prepared, rows, x), measured); };
@@ -309,20 +313,22 @@ inline EstimateCalibration fit_estimates(std::span<const ProfiledNet> nets, cons
         }
     }
 
-    // Fill: per class, the logistic curve (in log2 of the op's roofline
-    // time) closest to the time-weighted slot share its ops' profiled
-    // kernels hold (an op's class is its first estimated kernel's).
+    // Fill: per class, the logistic curve (in log2 of the roofline time of
+    // an op's first estimated kernel, the one whose class the op is filed
+    // under and which estimate_kernel widens by it) closest to the
+    // time-weighted slot share the op's profiled kernels hold.
     struct FillPoint {
         double log2_roof, fill, weight;
     };
     std::array<std::vector<FillPoint>, n> points;
     for (std::size_t net : fitted_nets) {
         const ProfiledNet& pn = nets[net];
+        if (!pn.launch_shapes) continue;
         for (std::size_t i = 0; i < pn.profiled.size(); ++i) {
             const std::vector<KernelEstimate>& ks = (*pn.estimates)[i].kernels;
             if (ks.empty() || pn.profiled[i].kernels.empty()) continue;
-            double roof = 0.0, held = 0.0, time = 0.0;
-            for (const KernelEstimate& k : ks) roof += roofline_ns(pn.device, k);
+            const double roof = roofline_ns(pn.device, ks.front());
+            double held = 0.0, time = 0.0;
             for (const KernelCost& k : pn.profiled[i].kernels) {
                 held += k.duration_ns * slot_fill(pn.device, k.shape);
                 time += k.duration_ns;
@@ -433,14 +439,18 @@ inline Calibration fit_simulator(std::span<const ProfiledNet> nets, std::span<co
     // the fitted nets' mean, as a plain run would see it. (Their profiled
     // runs disagree: GoogLeNet's b8 run cost 16 us per launch under CUPTI,
     // ResNet-50's 22 us; no per-launch or per-op constant fits both, which
-    // is why plans from profiles take their own.)
+    // is why plans from profiles take their own.) Only nets with a row in
+    // the fit count: a held-out net's profile must not shape the fit. No
+    // eager row, no cupti_host_scale: the start's launch cost stays.
+    std::vector<bool> fitted(nets.size(), false);
+    for (std::size_t i : fit_rows) fitted[rows[i].net] = true;
     double sum = 0.0, count = 0.0;
     for (std::size_t n = 0; n < nets.size(); ++n)
-        if (launch[n] > 0.0) {
+        if (fitted[n] && launch[n] > 0.0) {
             sum += launch[n];
             count += 1.0;
         }
-    if (count > 0.0) {
+    if (count > 0.0 && c.cupti_host_scale > 0.0) {
         c.sim.launch_latency_ns = c.cupti_host_scale * sum / count;
         c.sim.op_host_ns = 0.0;
     }

@@ -81,10 +81,15 @@ inline MeasurementSet measurements_from_json(const detail::JsonReader& r, std::f
         if (ms.size() == 0) ms.fail("no measurements");
         for (std::size_t k = 0; k < ms.size(); ++k) {
             const double v = ms[k].get<double>();
-            if (!(v > 0.0) || !std::isfinite(v) || v > 1e7) ms[k].fail("must be a time in ms, > 0");
+            if (!(v > 0.0) || !std::isfinite(v) || v > 1e7) ms[k].fail("must be a time in ms, > 0 and at most 1e7");
             out.ms.push_back(v);
         }
-        if (auto n = row.find("network")) out.network = detail::settings_from_json(*n);
+        if (auto n = row.find("network")) {
+            out.network = detail::settings_from_json(*n);
+            const auto net = out.network.find("net");
+            if (!out.network.empty() && (net == out.network.end() || !std::holds_alternative<std::string>(net->second)))
+                n->fail("needs \"net\", the bundled network's name, beside its other settings");
+        }
         m.rows.push_back(std::move(out));
     }
     return m;
@@ -121,6 +126,7 @@ inline std::string network_group(const MeasuredRow& row, const Profile& profile)
 inline CalibrationInputs calibration_inputs(const MeasurementSet& m, const EstimatesOf& estimates = {}) {
     CalibrationInputs in;
     std::map<std::string, std::size_t> net_of;
+    std::map<std::string, std::size_t> network_of;  // profile path -> the first row that names it
     for (std::size_t i = 0; i < m.rows.size(); ++i) {
         const MeasuredRow& row = m.rows[i];
         const std::string who = "measurements row " + std::to_string(i) + " ('" + row.label + "')";
@@ -129,7 +135,16 @@ inline CalibrationInputs calibration_inputs(const MeasurementSet& m, const Estim
         if (fresh) {
             if (!std::filesystem::is_regular_file(profile_path))
                 throw Error(who + ": no profile file '" + profile_path + "'");
-            const Profile p = load_profile(profile_path);
+            network_of[profile_path] = i;
+            // Errors of the profile and of the row's estimates name the row.
+            const auto named = [&](auto&& what) {
+                try {
+                    return what();
+                } catch (const Error& e) {
+                    throw Error(who + ": " + e.what());
+                }
+            };
+            const Profile p = named([&] { return load_profile(profile_path); });
             if (!p.graph) throw ProfileError(who + ": profile '" + profile_path + "' has no embedded graph");
             in.graphs.push_back(std::make_unique<OpGraph>(*p.graph));
             ProfiledNet net;
@@ -137,10 +152,16 @@ inline CalibrationInputs calibration_inputs(const MeasurementSet& m, const Estim
             net.group = network_group(row, p);
             net.graph = in.graphs.back().get();
             net.device = p.device;
-            net.profiled = costs_from_profile(p, *net.graph, p.device);
+            net.profiled = named([&] { return costs_from_profile(p, *net.graph, p.device); });
             net.profiled_iteration_ns = profiled_iteration_ns(p);
-            if (estimates) net.estimates = estimates(row, *net.graph);
+            net.launch_shapes = !p.durations_only;
+            if (estimates) net.estimates = named([&] { return estimates(row, *net.graph); });
             in.nets.push_back(std::move(net));
+        } else if (const MeasuredRow& first = m.rows[network_of[profile_path]]; first.network != row.network) {
+            // One profile, one network: rows that disagree on it cannot both be right.
+            throw Error(who + ": its network settings differ from those of row " +
+                        std::to_string(network_of[profile_path]) + " ('" + first.label + "'), which names the same profile '" +
+                        row.profile + "'");
         }
         const ProfiledNet& net = in.nets[it->second];
         CalibrationRow r;
