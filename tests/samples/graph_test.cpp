@@ -52,6 +52,25 @@ bool reaches(const TrainingGraph& tg, OpId from, OpId to) { return tg.graph.desc
 
 std::vector<float> copy_of(const HostModel& m, braid::BufferId b) { return m.values(b); }
 
+// Two iterations of `plan` on braid's executor (host backend, the host
+// model's bodies) and, for comparison, of the serial runner.
+struct ExecutorRun {
+    WeightComparison weights;
+    double loss = 0.0, serial_loss = 0.0;
+};
+ExecutorRun run_against_serial(const TrainingGraph& tg, const braid::Plan& plan) {
+    HostModel reference(tg);
+    for (int it = 0; it < 2; ++it) reference.run_serial_iteration();
+    HostModel model(tg);
+    std::vector<braid::Executor<braid::HostBackend>::Body> bodies;
+    for (const HostBody& body : model.bodies())
+        bodies.push_back([body](braid::HostLane&, const braid::OpContext& ctx) { body(ctx); });
+    braid::HostBackend backend;
+    braid::Executor<braid::HostBackend> executor(tg.graph, plan, backend, std::move(bodies));
+    for (int it = 0; it < 2; ++it) executor.run();
+    return {compare_weights(reference, model), model.loss(), reference.loss()};
+}
+
 }  // namespace
 
 TEST_SUITE("cpu") {
@@ -364,8 +383,6 @@ TEST_CASE("the executor runs every strategy's plan concurrently to the serial ru
     c.model.classes = 6;
     for (const TrainingGraph& tg : {mini_graph(), build_training_graph(c)}) {
         CAPTURE(tg.network.name());
-        HostModel reference(tg);
-        for (int it = 0; it < 2; ++it) reference.run_serial_iteration();
         const braid::DeviceSpec& device = braid::find_device("h100");
         const braid::OpCosts costs = braid::estimate_costs(device, op_estimates(tg));
         for (const std::string strategy : {"serial", "glp4nn", "nimble", "braid"}) {
@@ -373,17 +390,9 @@ TEST_CASE("the executor runs every strategy's plan concurrently to the serial ru
             braid::PlanOptions options;
             options.strategy = strategy;
             options.max_streams = 4;
-            const braid::Plan plan = braid::make_plan(tg.graph, device, costs, options);
-            HostModel model(tg);
-            std::vector<braid::Executor<braid::HostBackend>::Body> bodies;
-            for (const HostBody& body : model.bodies())
-                bodies.push_back([body](braid::HostLane&, const braid::OpContext& ctx) { body(ctx); });
-            braid::HostBackend backend;
-            braid::Executor<braid::HostBackend> executor(tg.graph, plan, backend, std::move(bodies));
-            for (int it = 0; it < 2; ++it) executor.run();
-            const WeightComparison cmp = compare_weights(reference, model);
-            CHECK_MESSAGE(cmp.identical, cmp.describe());
-            CHECK(model.loss() == reference.loss());
+            const ExecutorRun run = run_against_serial(tg, braid::make_plan(tg.graph, device, costs, options));
+            CHECK_MESSAGE(run.weights.identical, run.weights.describe());
+            CHECK(run.loss == run.serial_loss);
         }
     }
 }
@@ -452,8 +461,6 @@ TEST_CASE("the executor runs braid's plan of a small inception_v3 to the serial 
     c.model.batch = 2;
     c.model.classes = 5;
     const TrainingGraph tg = build_training_graph(c);
-    HostModel reference(tg);
-    for (int it = 0; it < 2; ++it) reference.run_serial_iteration();
     const braid::DeviceSpec& device = braid::find_device("h200");
     braid::PlanOptions options;
     options.strategy = "braid";
@@ -461,18 +468,11 @@ TEST_CASE("the executor runs braid's plan of a small inception_v3 to the serial 
     const braid::Plan plan =
         braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), options);
     CHECK(plan.stream_count() > 1);
-    HostModel model(tg);
-    std::vector<braid::Executor<braid::HostBackend>::Body> bodies;
-    for (const HostBody& body : model.bodies())
-        bodies.push_back([body](braid::HostLane&, const braid::OpContext& ctx) { body(ctx); });
-    braid::HostBackend backend;
-    braid::Executor<braid::HostBackend> executor(tg.graph, plan, backend, std::move(bodies));
-    for (int it = 0; it < 2; ++it) executor.run();
-    const WeightComparison cmp = compare_weights(reference, model);
-    CHECK_MESSAGE(cmp.identical, cmp.describe());
-    CHECK(cmp.tensors_compared > 500);
-    CHECK(model.loss() == reference.loss());
-    CHECK(std::isfinite(model.loss()));
+    const ExecutorRun run = run_against_serial(tg, plan);
+    CHECK_MESSAGE(run.weights.identical, run.weights.describe());
+    CHECK(run.weights.tensors_compared > 500);
+    CHECK(run.loss == run.serial_loss);
+    CHECK(std::isfinite(run.loss));
 }
 
 TEST_CASE("kernel estimates cost every op of GoogLeNet, ResNet-50 and Inception-v3 on every device in the table") {
