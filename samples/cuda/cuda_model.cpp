@@ -40,6 +40,7 @@ CudaModel::CudaModel(const TrainingGraph& graph, CudaModelOptions options) : gra
             fcs_[l] = std::make_unique<cuda::CudaFullyConnected>(node.name, *f, o);
         } else if (const auto* p = std::get_if<Pool2d>(&node.spec)) {
             pools_[l] = std::make_unique<cuda::CudaPool>(node.name, *p, o);
+            scratch_bytes_ = std::max(scratch_bytes_, pools_[l]->scratch_bytes());
         } else if (const auto* n = std::get_if<Lrn>(&node.spec)) {
             lrns_[l] = std::make_unique<cuda::CudaLrn>(node.name, *n, o);
         } else if (const auto* bn = std::get_if<BatchNorm2d>(&node.spec)) {

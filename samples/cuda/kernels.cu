@@ -4,6 +4,9 @@
 #include "cuda/kernels.h"
 
 #include <cstdint>
+#include <initializer_list>
+
+#include "cuda/kernel_bodies.hpp"
 
 #include "nn/counter_hash.hpp"
 #include "train/synthetic_data.hpp"
@@ -24,47 +27,28 @@ __device__ inline std::uint64_t global_thread() {
 }
 __device__ inline std::uint64_t grid_threads() { return std::uint64_t{gridDim.x} * blockDim.x; }
 
-// t = n * image_elements + i; 32-bit division when it fits (64-bit division
-// is emulated and would make these memory-bound kernels compute-bound).
-__device__ inline std::uint64_t image_of(std::uint64_t t, std::uint64_t image_elements) {
-    if ((t | image_elements) >> 32 == 0)
-        return static_cast<std::uint32_t>(t) / static_cast<std::uint32_t>(image_elements);
-    return t / image_elements;
-}
-
-__device__ inline std::uint64_t offset(std::uint64_t t, std::uint64_t image_elements, std::uint64_t stride) {
-    const std::uint64_t n = image_of(t, image_elements);
-    return n * stride + (t - n * image_elements);
-}
-
 // ------------------------------------------------------------ elementwise
 
-__global__ void relu_forward_kernel(ConstDeviceImages x, DeviceImages y, std::uint64_t total) {
-    const std::uint64_t e = x.image_elements();
-    for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
-        const float v = x.data[offset(t, e, x.image_stride)];
-        y.data[offset(t, e, y.image_stride)] = v > 0.0f ? v : 0.0f;
-    }
+template <int V>
+__global__ void relu_forward_kernel(UnitGrid g, ConstDeviceImages x, DeviceImages y) {
+    for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads()) unary_unit<V>(ReluForwardOp{}, g, x, y, u);
 }
 
-__global__ void relu_backward_kernel(ConstDeviceImages y, ConstDeviceImages dy, DeviceImages dx, std::uint64_t total) {
-    const std::uint64_t e = y.image_elements();
-    for (std::uint64_t t = global_thread(); t < total; t += grid_threads())
-        dx.data[offset(t, e, dx.image_stride)] =
-            y.data[offset(t, e, y.image_stride)] > 0.0f ? dy.data[offset(t, e, dy.image_stride)] : 0.0f;
+template <int V>
+__global__ void relu_backward_kernel(UnitGrid g, ConstDeviceImages y, ConstDeviceImages dy, DeviceImages dx) {
+    for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads())
+        binary_unit<V>(ReluBackwardOp{}, g, y, dy, dx, u);
 }
 
-__global__ void add_kernel(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, std::uint64_t total) {
-    const std::uint64_t e = a.image_elements();
-    for (std::uint64_t t = global_thread(); t < total; t += grid_threads())
-        y.data[offset(t, e, y.image_stride)] =
-            a.data[offset(t, e, a.image_stride)] + b.data[offset(t, e, b.image_stride)];
+template <int V>
+__global__ void add_kernel(UnitGrid g, ConstDeviceImages a, ConstDeviceImages b, DeviceImages y) {
+    for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads()) binary_unit<V>(AddOp{}, g, a, b, y, u);
 }
 
 __global__ void bias_add_kernel(DeviceImages y, const float* bias, std::uint64_t total) {
     const std::uint64_t e = y.image_elements(), plane = std::uint64_t{y.h} * y.w;
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
-        const std::uint64_t n = image_of(t, e), i = t - n * e;
+        const std::uint64_t n = quotient(t, e), i = t - n * e;
         float* p = y.data + n * y.image_stride + i;
         *p = *p + bias[i / plane];
     }
@@ -75,121 +59,34 @@ __global__ void dropout_kernel(DropoutArgs a, ConstDeviceImages in, DeviceImages
     const std::uint64_t iteration = *a.step;
     const std::uint64_t tag = stream_tag(RandomStream::dropout, a.layer);
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
-        const std::uint64_t n = image_of(t, e), i = t - n * e;
+        const std::uint64_t n = quotient(t, e), i = t - n * e;
         const std::uint64_t element = (a.first_image + n) * e + i;
         const bool keep = bits24(counter_hash(a.seed, tag, iteration, element)) >= a.threshold;
         out.data[n * out.image_stride + i] = keep ? in.data[n * in.image_stride + i] * a.scale : 0.0f;
     }
 }
 
-struct Partials {
-    const float* data[max_gradient_partials];
-    std::uint64_t stride[max_gradient_partials];
-    std::uint32_t count;
-};
-
-__global__ void gradient_sum_kernel(Partials p, DeviceImages total, std::uint64_t elements) {
-    const std::uint64_t e = total.image_elements();
-    for (std::uint64_t t = global_thread(); t < elements; t += grid_threads()) {
-        const std::uint64_t n = image_of(t, e), i = t - n * e;
-        float acc = p.data[0][n * p.stride[0] + i];
-        for (std::uint32_t k = 1; k < p.count; ++k) acc += p.data[k][n * p.stride[k] + i];
-        total.data[n * total.image_stride + i] = acc;
-    }
+template <int V>
+__global__ void gradient_sum_kernel(GradientPartials p, UnitGrid g, DeviceImages total) {
+    for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads()) gradient_sum_unit<V>(p, g, total, u);
 }
 
 // ------------------------------------------------------------ pooling
 
-struct Window {
-    int h0, h1, w0, w1, count;
-};
-
-// As pool.cpp's window_of: the divisor is clipped to the padded image, the
-// window itself to the image.
-__device__ inline Window window_of(const PoolArgs& p, int oh, int ow) {
-    const int H = static_cast<int>(p.in_h), W = static_cast<int>(p.in_w), P = static_cast<int>(p.pad),
-              S = static_cast<int>(p.stride);
-    int h0 = oh * S - P, w0 = ow * S - P;
-    int h1 = min(h0 + static_cast<int>(p.kernel_h), H + P), w1 = min(w0 + static_cast<int>(p.kernel_w), W + P);
-    const int count = (h1 - h0) * (w1 - w0);
-    h0 = max(h0, 0);
-    w0 = max(w0, 0);
-    h1 = min(h1, H);
-    w1 = min(w1, W);
-    return {h0, h1, w0, w1, count};
-}
-
 __global__ void pool_forward_kernel(PoolArgs p, ConstDeviceImages x, DeviceImages y, std::uint64_t total) {
-    const std::uint64_t planes_out = std::uint64_t{p.out_h} * p.out_w;
-    for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
-        const std::uint64_t plane = image_of(t, planes_out);  // n * C + c
-        const std::uint64_t n = image_of(plane, x.c), c = plane - n * x.c;
-        const int o = static_cast<int>(t - plane * planes_out);
-        const int oh = o / static_cast<int>(p.out_w), ow = o - oh * static_cast<int>(p.out_w);
-        const float* xp = x.data + n * x.image_stride + c * p.in_h * p.in_w;
-        const Window win = window_of(p, oh, ow);
-        float out;
-        if (p.max) {
-            float best = -__int_as_float(0x7f800000);  // -inf
-            for (int h = win.h0; h < win.h1; ++h)
-                for (int w = win.w0; w < win.w1; ++w) {
-                    const float v = xp[h * static_cast<int>(p.in_w) + w];
-                    best = best < v ? v : best;  // std::max(best, v)
-                }
-            out = best;
-        } else {
-            float sum = 0.0f;
-            for (int h = win.h0; h < win.h1; ++h)
-                for (int w = win.w0; w < win.w1; ++w) sum += xp[h * static_cast<int>(p.in_w) + w];
-            out = sum / static_cast<float>(win.count);
-        }
-        y.data[n * y.image_stride + c * planes_out + static_cast<std::uint64_t>(o)] = out;
-    }
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads())
+        y.data[pool_output_offset(p, y.c, y.image_stride, t)] = pool_forward_at(p, x, t);
 }
 
-__device__ inline int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+__global__ void pool_argmax_kernel(PoolArgs p, ConstDeviceImages x, ConstDeviceImages y, std::int32_t* argmax,
+                                   std::uint64_t total) {
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) argmax[t] = pool_argmax_at(p, x, y, t);
+}
 
-__global__ void pool_backward_kernel(PoolArgs p, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
-                                     DeviceImages dx, std::uint64_t total) {
-    const std::uint64_t plane_in = std::uint64_t{p.in_h} * p.in_w, plane_out = std::uint64_t{p.out_h} * p.out_w;
-    const int S = static_cast<int>(p.stride), P = static_cast<int>(p.pad);
-    const int KH = static_cast<int>(p.kernel_h), KW = static_cast<int>(p.kernel_w);
-    const int W = static_cast<int>(p.in_w);
-    for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
-        const std::uint64_t plane = image_of(t, plane_in);
-        const std::uint64_t n = image_of(plane, dx.c), c = plane - n * dx.c;
-        const int i = static_cast<int>(t - plane * plane_in);
-        const int h = i / W, w = i - h * W;
-        // Windows whose span holds (h, w): oh*S - P <= h < oh*S - P + K; the
-        // clipped window is checked below.
-        const int oh_lo = max(0, floor_div(h + P - KH, S) + 1), oh_hi = min(static_cast<int>(p.out_h) - 1, (h + P) / S);
-        const int ow_lo = max(0, floor_div(w + P - KW, S) + 1), ow_hi = min(static_cast<int>(p.out_w) - 1, (w + P) / S);
-        const float* dyp = dy.data + n * dy.image_stride + c * plane_out;
-        const float* xp = p.max ? x.data + n * x.image_stride + c * plane_in : nullptr;
-        const float* yp = p.max ? y.data + n * y.image_stride + c * plane_out : nullptr;
-        float acc = 0.0f;
-        for (int oh = oh_lo; oh <= oh_hi; ++oh) {
-            for (int ow = ow_lo; ow <= ow_hi; ++ow) {
-                const Window win = window_of(p, oh, ow);
-                if (h < win.h0 || h >= win.h1 || w < win.w0 || w >= win.w1) continue;
-                const float g = dyp[oh * static_cast<int>(p.out_w) + ow];
-                if (p.max) {
-                    const float best = yp[oh * static_cast<int>(p.out_w) + ow];
-                    int first = -1;
-                    for (int hh = win.h0; hh < win.h1 && first < 0; ++hh)
-                        for (int ww = win.w0; ww < win.w1; ++ww)
-                            if (xp[hh * W + ww] == best) {
-                                first = hh * W + ww;
-                                break;
-                            }
-                    if (first == i) acc += g;
-                } else {
-                    acc += g / static_cast<float>(win.count);
-                }
-            }
-        }
-        dx.data[n * dx.image_stride + c * plane_in + static_cast<std::uint64_t>(i)] = acc;
-    }
+__global__ void pool_backward_kernel(PoolArgs p, const std::int32_t* argmax, ConstDeviceImages dy, DeviceImages dx,
+                                     std::uint64_t total) {
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads())
+        dx.data[pool_input_offset(p, dx.c, dx.image_stride, t)] = pool_backward_at(p, argmax, dy, dx.c, t);
 }
 
 // ------------------------------------------------------------ per-channel reductions
@@ -216,7 +113,7 @@ struct SliceWalk {
         const std::uint64_t begin = per * blockIdx.x;
         end = begin + per < count ? begin + per : count;
         j = begin + threadIdx.x;
-        n = image_of(j, hw);
+        n = quotient(j, hw);
         i = j - n * hw;
     }
     __device__ bool valid() const { return j < end; }
@@ -409,7 +306,7 @@ __global__ void softmax_loss_backward_kernel(ConstDeviceImages p, const std::int
                                              float scale, std::uint32_t first_image, std::uint64_t total) {
     const std::uint64_t classes = p.image_elements();
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
-        const std::uint64_t n = image_of(t, classes), c = t - n * classes;
+        const std::uint64_t n = quotient(t, classes), c = t - n * classes;
         const float onehot = static_cast<std::int64_t>(c) == labels[first_image + n] ? 1.0f : 0.0f;
         g.data[n * g.image_stride + c] = scale * (p.data[n * p.image_stride + c] - onehot);
     }
@@ -438,7 +335,7 @@ __global__ void synthetic_data_kernel(SyntheticDataArgs a, DeviceImages images, 
     const std::uint64_t step = *a.step;
     const std::uint64_t iteration = a.data_batches == 0 ? step : step % a.data_batches;
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
-        const std::uint64_t n = image_of(t, e), i = t - n * e;
+        const std::uint64_t n = quotient(t, e), i = t - n * e;
         const std::uint32_t image = a.first_image + static_cast<std::uint32_t>(n);
         const std::int32_t label = synthetic_label(a.seed, a.classes, iteration, image);
         if (i == 0) labels[image] = label;
@@ -452,24 +349,50 @@ cudaError_t launched() { return cudaGetLastError(); }
 
 }  // namespace
 
+namespace {
+
+// The unit grid of an elementwise launch over `views` (the output last),
+// and its vector width.
+struct UnitLaunch {
+    UnitGrid grid;
+    int width;
+};
+
+UnitLaunch unit_launch(std::uint32_t images, std::uint64_t image_elements,
+                       std::initializer_list<ConstDeviceImages> views) {
+    const int v = vector_width(image_elements, views);
+    return {unit_grid(images, image_elements, v, contiguous(views)), v};
+}
+
+}  // namespace
+
 cudaError_t launch_relu_forward(ConstDeviceImages x, DeviceImages y, cudaStream_t stream) {
-    const std::uint64_t total = std::uint64_t{x.images} * x.image_elements();
-    if (total == 0) return cudaSuccess;
-    relu_forward_kernel<<<blocks_for(total), threads, 0, stream>>>(x, y, total);
+    const UnitLaunch l = unit_launch(x.images, x.image_elements(), {x, y});
+    if (l.grid.units == 0) return cudaSuccess;
+    if (l.width == 4)
+        relu_forward_kernel<4><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, x, y);
+    else
+        relu_forward_kernel<1><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, x, y);
     return launched();
 }
 
 cudaError_t launch_relu_backward(ConstDeviceImages y, ConstDeviceImages dy, DeviceImages dx, cudaStream_t stream) {
-    const std::uint64_t total = std::uint64_t{y.images} * y.image_elements();
-    if (total == 0) return cudaSuccess;
-    relu_backward_kernel<<<blocks_for(total), threads, 0, stream>>>(y, dy, dx, total);
+    const UnitLaunch l = unit_launch(y.images, y.image_elements(), {y, dy, dx});
+    if (l.grid.units == 0) return cudaSuccess;
+    if (l.width == 4)
+        relu_backward_kernel<4><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, y, dy, dx);
+    else
+        relu_backward_kernel<1><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, y, dy, dx);
     return launched();
 }
 
 cudaError_t launch_add(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, cudaStream_t stream) {
-    const std::uint64_t total = std::uint64_t{a.images} * a.image_elements();
-    if (total == 0) return cudaSuccess;
-    add_kernel<<<blocks_for(total), threads, 0, stream>>>(a, b, y, total);
+    const UnitLaunch l = unit_launch(a.images, a.image_elements(), {a, b, y});
+    if (l.grid.units == 0) return cudaSuccess;
+    if (l.width == 4)
+        add_kernel<4><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, a, b, y);
+    else
+        add_kernel<1><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, a, b, y);
     return launched();
 }
 
@@ -490,15 +413,29 @@ cudaError_t launch_dropout(const DropoutArgs& args, ConstDeviceImages in, Device
 cudaError_t launch_gradient_sum(const ConstDeviceImages* partials, std::uint32_t count, DeviceImages total,
                                 cudaStream_t stream) {
     if (count == 0 || count > max_gradient_partials) return cudaErrorInvalidValue;
-    Partials p{};
+    GradientPartials p{};
     p.count = count;
+    // Every partial has the total's shape; only data and stride differ.
+    ConstDeviceImages views[max_gradient_partials + 1];
     for (std::uint32_t k = 0; k < count; ++k) {
         p.data[k] = partials[k].data;
         p.stride[k] = partials[k].image_stride;
+        views[k] = ConstDeviceImages(partials[k].data, total.images, total.c, total.h, total.w,
+                                     partials[k].image_stride);
     }
-    const std::uint64_t elements = std::uint64_t{total.images} * total.image_elements();
-    if (elements == 0) return cudaSuccess;
-    gradient_sum_kernel<<<blocks_for(elements), threads, 0, stream>>>(p, total, elements);
+    views[count] = total;
+    bool flat = true;
+    int width = total.image_elements() % 4 == 0 ? 4 : 1;
+    for (std::uint32_t k = 0; k <= count; ++k) {
+        flat = flat && contiguous({views[k]});
+        if (!allows_vector4(views[k].data, views[k].images, views[k].image_stride)) width = 1;
+    }
+    const UnitGrid g = unit_grid(total.images, total.image_elements(), width, flat);
+    if (g.units == 0) return cudaSuccess;
+    if (width == 4)
+        gradient_sum_kernel<4><<<blocks_for(g.units), threads, 0, stream>>>(p, g, total);
+    else
+        gradient_sum_kernel<1><<<blocks_for(g.units), threads, 0, stream>>>(p, g, total);
     return launched();
 }
 
@@ -509,11 +446,20 @@ cudaError_t launch_pool_forward(const PoolArgs& p, ConstDeviceImages x, DeviceIm
     return launched();
 }
 
+std::size_t pool_backward_scratch_bytes(const PoolArgs& p, std::uint32_t images, std::uint32_t channels) {
+    return p.max ? std::size_t{images} * channels * p.out_h * p.out_w * sizeof(std::int32_t) : 0;
+}
+
 cudaError_t launch_pool_backward(const PoolArgs& p, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
-                                 DeviceImages dx, cudaStream_t stream) {
+                                 DeviceImages dx, std::int32_t* argmax, cudaStream_t stream) {
     const std::uint64_t total = std::uint64_t{dx.images} * dx.c * p.in_h * p.in_w;
     if (total == 0) return cudaSuccess;
-    pool_backward_kernel<<<blocks_for(total), threads, 0, stream>>>(p, x, y, dy, dx, total);
+    if (p.max) {
+        if (argmax == nullptr) return cudaErrorInvalidValue;
+        const std::uint64_t outputs = std::uint64_t{dx.images} * dx.c * p.out_h * p.out_w;
+        pool_argmax_kernel<<<blocks_for(outputs), threads, 0, stream>>>(p, x, y, argmax, outputs);
+    }
+    pool_backward_kernel<<<blocks_for(total), threads, 0, stream>>>(p, argmax, dy, dx, total);
     return launched();
 }
 

@@ -11,8 +11,9 @@
 // take `first_image`. Where a kernel does what the reference CPU layer does
 // with the same float operations in the same order, it gives the same bits
 // (no FMA contraction): ReLU, add, dropout, gradient sum, SGD, data, the
-// ceil-mode pools, softmax backward, the FC bias gradient, batch-norm
-// normalization given equal statistics.
+// pools (forward in ceil mode, backward always), softmax backward, the FC
+// bias gradient, batch-norm normalization given equal statistics. The
+// per-element bodies are in kernel_bodies.hpp, where CPU tests run them.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -80,9 +81,14 @@ struct PoolArgs {
 cudaError_t launch_pool_forward(const PoolArgs& p, ConstDeviceImages x, DeviceImages y, cudaStream_t stream);
 // Max: dy goes to the first position of each window whose x equals y;
 // average: dy / (window clipped to the padded image). Gathered per input
-// element over the windows in the reference's order.
+// element over the windows in the reference's order, so deterministic and
+// without atomics. Max pooling first finds each window's position once
+// (one thread per output) into `argmax`, device scratch of
+// pool_backward_scratch_bytes for dx's images; average pooling takes none
+// (argmax may be null).
+std::size_t pool_backward_scratch_bytes(const PoolArgs& p, std::uint32_t images, std::uint32_t channels);
 cudaError_t launch_pool_backward(const PoolArgs& p, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
-                                 DeviceImages dx, cudaStream_t stream);
+                                 DeviceImages dx, std::int32_t* argmax, cudaStream_t stream);
 
 // ------------------------------------------------------------ per-channel reductions
 // Deterministic two-level reductions over (image, pixel) of each channel:

@@ -306,7 +306,7 @@ CudaPool::CudaPool(std::string name, const Pool2d& layer, const LayerOptions& op
     cudnnPoolingDescriptor_t d = nullptr;
     braid::cuda::check(cudnnCreatePoolingDescriptor(&d), "cudnnCreatePoolingDescriptor");
     pooling_.reset(d);
-    // Ties: the deterministic max mode; the reference routes to the first maximum.
+    // Forward only (the backward is always the own kernels); the max is the same in either mode.
     const cudnnPoolingMode_t mode =
         args_.max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
     const std::string who = "pooling '" + name_ + "'";
@@ -337,26 +337,21 @@ void CudaPool::backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView 
                              ImageRange images) {
     check_range(images, layer_.in, "CudaPool::backward_data");
     const std::string who = "pooling '" + name_ + "' backward data";
-    // cudnnPoolingBackward reads x and y, which the average pool's op does
-    // not declare: average pooling always takes the own (exact) kernel.
-    if (!pooling_ || !args_.max) {
-        check_launch(launch_pool_backward(args_, args_.max ? images_of(x, images) : ConstDeviceImages{},
-                                          args_.max ? images_of(y, images) : ConstDeviceImages{},
-                                          images_of(dy, images), images_of(dx, images), lane.stream),
-                     who);
-        return;
-    }
-    for_each_chunk(images, options_.split_granule, layer_.in.n, who, [&](ImageRange r) {
-        const std::uint32_t n = r.size();
-        cudnnTensorDescriptor_t xd = tensors_.get(n, image_shape(layer_.in), x.image_stride);
-        cudnnTensorDescriptor_t yd = tensors_.get(n, image_shape(layer_.out), y.image_stride);
-        cudnnTensorDescriptor_t dyd = tensors_.get(n, image_shape(layer_.out), dy.image_stride);
-        cudnnTensorDescriptor_t dxd = tensors_.get(n, image_shape(layer_.in), dx.image_stride);
-        braid::cuda::check(cudnnPoolingBackward(lane.cudnn, pooling_.get(), &one, yd, y.image(r.begin), dyd,
-                                                dy.image(r.begin), xd, x.image(r.begin), &zero, dxd, dx.image(r.begin)),
-                           "cudnnPoolingBackward");
-    });
+    // Always the own kernels: cuDNN's deterministic max backward took 0.59
+    // ms for ResNet-50's stem pool on the H200 (../shared/h200/resnet50-b32.profile.json), and it
+    // reads x and y, which the average pool's op does not declare.
+    std::int32_t* argmax = nullptr;
+    if (args_.max)
+        argmax = static_cast<std::int32_t*>(
+            lane.scratch.allocate(std::max<std::size_t>(pool_backward_scratch_bytes(args_, images.size(), layer_.in.c),
+                                                        sizeof(std::int32_t))));
+    check_launch(launch_pool_backward(args_, args_.max ? images_of(x, images) : ConstDeviceImages{},
+                                      args_.max ? images_of(y, images) : ConstDeviceImages{}, images_of(dy, images),
+                                      images_of(dx, images), argmax, lane.stream),
+                 who);
 }
+
+std::size_t CudaPool::scratch_bytes() const { return pool_backward_scratch_bytes(args_, layer_.in.n, layer_.in.c); }
 
 // ---------------------------------------------------------------- LRN
 

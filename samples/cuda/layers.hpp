@@ -119,12 +119,15 @@ public:
     // use_cudnn: false forces the own kernels (tests compare both).
     CudaPool(std::string name, const Pool2d& layer, const LayerOptions& options, bool use_cudnn = true);
 
-    // Whether this layer runs on cuDNN (floor rounding fits) or own kernels.
+    // Whether the forward runs on cuDNN (floor rounding fits) or own kernels.
     bool uses_cudnn() const noexcept { return static_cast<bool>(pooling_); }
     void forward(CudaLane& lane, ConstDeviceView x, DeviceView y, ImageRange images);
-    // Max pooling reads x, y, dy; average pooling dy only (x and y may be empty views).
+    // Own kernels, the reference's bits. Max pooling reads x, y, dy and
+    // takes scratch_bytes() of lane scratch (for the whole batch); average
+    // pooling reads dy only (x and y may be empty views).
     void backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView y, ConstDeviceView dy, DeviceView dx,
                        ImageRange images);
+    std::size_t scratch_bytes() const;
 
     const Pool2d& layer() const noexcept { return layer_; }
 

@@ -50,8 +50,10 @@ PassWork Pool2d::work(Pass p) const {
     const double outputs = static_cast<double>(out.elements());
     const double x = float_bytes(in.elements()), y = float_bytes(out.elements());
     if (p == Pass::forward) return {outputs * window, x + y};
+    // Max backward: the argmax pass reads x and y and writes one int per
+    // output; the gather reads those and dy and writes dx.
     if (p == Pass::backward_data)
-        return {outputs * window, config.mode == PoolMode::max ? x + y + y + x : y + x};
+        return {outputs * window, config.mode == PoolMode::max ? x + y + y + y + y + x : y + x};
     return {};
 }
 
@@ -60,9 +62,17 @@ std::vector<braid::KernelEstimate> Pool2d::kernels(Pass p, const EstimateOptions
     const PassWork w = work(p);
     const std::string mode = config.mode == PoolMode::max ? "max" : "avg";
     // One thread per output (forward) or per input element (backward,
-    // gathering from the windows that cover it), as cuDNN and PyTorch do.
+    // gathering from the windows that cover it), as cuDNN and PyTorch do;
+    // max pooling's backward first finds each window's argmax, one thread
+    // per output (samples/cuda/kernels.h).
     if (p == Pass::forward) return {elementwise_kernel(mode + "_pool_forward", out.elements(), w.flops, w.dram_bytes,
                                                   braid::KernelClass::pooling_forward, 1)};
+    const double x = float_bytes(in.elements()), y = float_bytes(out.elements());
+    if (config.mode == PoolMode::max)
+        return {elementwise_kernel("max_pool_argmax", out.elements(), w.flops, x + y + y,
+                                   braid::KernelClass::pooling_backward, 1),
+                elementwise_kernel("max_pool_backward", in.elements(), static_cast<double>(out.elements()), y + y + x,
+                                   braid::KernelClass::pooling_backward, 1)};
     return {elementwise_kernel(mode + "_pool_backward", in.elements(), w.flops, w.dram_bytes, braid::KernelClass::pooling_backward, 1)};
 }
 

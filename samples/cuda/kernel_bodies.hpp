@@ -1,0 +1,295 @@
+// The per-thread bodies of the sample layers' own kernels (kernels.cu), as
+// host-device functions: a kernel is a grid-stride loop that calls one of
+// these per element, so a CPU test (samples-cuda-host) can run the same
+// bodies over every index of an emulated grid and compare them bit for bit
+// with the reference layers. Everything a kernel computes (index arithmetic,
+// vector widths, window bounds, tie rules, summation order) lives here;
+// kernels.cu adds only the loop and the launch.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+
+#include "cuda/kernels.h"
+
+namespace braid::samples::cuda {
+
+#if defined(__CUDACC__)
+#define BRAID_SAMPLES_MIN(a, b) min(a, b)
+#define BRAID_SAMPLES_MAX(a, b) max(a, b)
+#else
+#define BRAID_SAMPLES_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define BRAID_SAMPLES_MAX(a, b) ((a) < (b) ? (b) : (a))
+#endif
+
+// t / d with a 32-bit division when both fit (64-bit division is emulated
+// on the GPU and would make memory-bound kernels compute-bound).
+BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t quotient(std::uint64_t t, std::uint64_t d) {
+    if ((t | d) >> 32 == 0) return static_cast<std::uint32_t>(t) / static_cast<std::uint32_t>(d);
+    return t / d;
+}
+
+// ------------------------------------------------------------ elementwise
+
+// Elementwise kernels walk their views in units of V consecutive floats of
+// one image: V = 4 (one 16-byte load or store) when vector_width says every
+// view allows it, else 1. Unit u of a view of `units_per_image` units per
+// image starts at float offset n * image_stride + (u - n * units_per_image) * V.
+template <int V>
+struct Floats {
+    float v[V];
+};
+
+// One 16-byte access on the GPU for V = 4; float by float elsewhere.
+#if defined(__CUDA_ARCH__)
+constexpr bool device_vectors = true;
+#else
+constexpr bool device_vectors = false;
+#endif
+
+template <int V>
+BRAID_SAMPLES_HOST_DEVICE inline Floats<V> load_floats(const float* p) {
+    Floats<V> out;
+    if constexpr (V == 4 && device_vectors) {
+        const float4 q = *reinterpret_cast<const float4*>(p);
+        out.v[0] = q.x;
+        out.v[1] = q.y;
+        out.v[2] = q.z;
+        out.v[3] = q.w;
+    } else {
+        for (int k = 0; k < V; ++k) out.v[k] = p[k];
+    }
+    return out;
+}
+
+template <int V>
+BRAID_SAMPLES_HOST_DEVICE inline void store_floats(float* p, const Floats<V>& f) {
+    if constexpr (V == 4 && device_vectors) {
+        float4 q;
+        q.x = f.v[0];
+        q.y = f.v[1];
+        q.z = f.v[2];
+        q.w = f.v[3];
+        *reinterpret_cast<float4*>(p) = q;
+    } else {
+        for (int k = 0; k < V; ++k) p[k] = f.v[k];
+    }
+}
+
+// Where unit u of a view starts. A single image needs no division.
+BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t unit_offset(std::uint64_t u, std::uint64_t units_per_image,
+                                                           std::uint32_t images, std::uint64_t image_stride, int v) {
+    if (images <= 1) return u * static_cast<std::uint64_t>(v);
+    const std::uint64_t n = quotient(u, units_per_image);
+    return n * image_stride + (u - n * units_per_image) * static_cast<std::uint64_t>(v);
+}
+
+// Whether a view allows 16-byte units: its data 16-byte aligned, and (with
+// more than one image) its image stride a multiple of 4 floats.
+inline bool allows_vector4(const float* data, std::uint32_t images, std::uint64_t image_stride) {
+    return reinterpret_cast<std::uintptr_t>(data) % 16 == 0 && (images <= 1 || image_stride % 4 == 0);
+}
+
+// 4 when every view allows 16-byte units and an image's elements are a
+// multiple of 4, else 1.
+inline int vector_width(std::uint64_t image_elements, std::initializer_list<ConstDeviceImages> views) {
+    if (image_elements % 4 != 0) return 1;
+    for (const ConstDeviceImages& v : views)
+        if (!allows_vector4(v.data, v.images, v.image_stride)) return 1;
+    return 4;
+}
+
+// A contiguous batch (every view's images back to back) is one long image:
+// the kernels then need no division at all.
+inline bool contiguous(std::initializer_list<ConstDeviceImages> views) {
+    for (const ConstDeviceImages& v : views)
+        if (v.images > 1 && v.image_stride != v.image_elements()) return false;
+    return true;
+}
+
+// The element operations, one float at a time, as the reference layers do them.
+struct ReluForwardOp {
+    BRAID_SAMPLES_HOST_DEVICE float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
+};
+struct ReluBackwardOp {
+    BRAID_SAMPLES_HOST_DEVICE float operator()(float y, float dy) const { return y > 0.0f ? dy : 0.0f; }
+};
+struct AddOp {
+    BRAID_SAMPLES_HOST_DEVICE float operator()(float a, float b) const { return a + b; }
+};
+
+// The geometry an elementwise launch passes to its kernel: `units` in all,
+// `units_per_image` per image, each view's images and stride.
+struct UnitGrid {
+    std::uint64_t units = 0, units_per_image = 0;
+    std::uint32_t images = 0;
+};
+
+BRAID_SAMPLES_HOST_DEVICE inline UnitGrid unit_grid(std::uint32_t images, std::uint64_t image_elements, int v,
+                                                    bool flat) {
+    const std::uint64_t per = image_elements / static_cast<std::uint64_t>(v);
+    if (flat) return {per * images, per * images, 1};
+    return {per * images, per, images};
+}
+
+template <int V, class Op>
+BRAID_SAMPLES_HOST_DEVICE inline void unary_unit(Op op, const UnitGrid& g, ConstDeviceImages x, DeviceImages y,
+                                                 std::uint64_t u) {
+    Floats<V> a = load_floats<V>(x.data + unit_offset(u, g.units_per_image, g.images, x.image_stride, V));
+    for (int k = 0; k < V; ++k) a.v[k] = op(a.v[k]);
+    store_floats<V>(y.data + unit_offset(u, g.units_per_image, g.images, y.image_stride, V), a);
+}
+
+template <int V, class Op>
+BRAID_SAMPLES_HOST_DEVICE inline void binary_unit(Op op, const UnitGrid& g, ConstDeviceImages a, ConstDeviceImages b,
+                                                  DeviceImages y, std::uint64_t u) {
+    Floats<V> p = load_floats<V>(a.data + unit_offset(u, g.units_per_image, g.images, a.image_stride, V));
+    const Floats<V> q = load_floats<V>(b.data + unit_offset(u, g.units_per_image, g.images, b.image_stride, V));
+    for (int k = 0; k < V; ++k) p.v[k] = op(p.v[k], q.v[k]);
+    store_floats<V>(y.data + unit_offset(u, g.units_per_image, g.images, y.image_stride, V), p);
+}
+
+struct GradientPartials {
+    const float* data[max_gradient_partials];
+    std::uint64_t stride[max_gradient_partials];
+    std::uint32_t count;
+};
+
+// total = ((p0 + p1) + p2) + ..., in the reference's order.
+template <int V>
+BRAID_SAMPLES_HOST_DEVICE inline void gradient_sum_unit(const GradientPartials& p, const UnitGrid& g,
+                                                        DeviceImages total, std::uint64_t u) {
+    Floats<V> acc = load_floats<V>(p.data[0] + unit_offset(u, g.units_per_image, g.images, p.stride[0], V));
+    for (std::uint32_t k = 1; k < p.count; ++k) {
+        const Floats<V> q = load_floats<V>(p.data[k] + unit_offset(u, g.units_per_image, g.images, p.stride[k], V));
+        for (int j = 0; j < V; ++j) acc.v[j] += q.v[j];
+    }
+    store_floats<V>(total.data + unit_offset(u, g.units_per_image, g.images, total.image_stride, V), acc);
+}
+
+// ------------------------------------------------------------ pooling
+
+struct PoolWindow {
+    int h0, h1, w0, w1, count;
+};
+
+// As pool.cpp's window_of: the divisor is clipped to the padded image, the
+// window itself to the image.
+BRAID_SAMPLES_HOST_DEVICE inline PoolWindow pool_window(const PoolArgs& p, int oh, int ow) {
+    const int H = static_cast<int>(p.in_h), W = static_cast<int>(p.in_w), P = static_cast<int>(p.pad),
+              S = static_cast<int>(p.stride);
+    int h0 = oh * S - P, w0 = ow * S - P;
+    int h1 = BRAID_SAMPLES_MIN(h0 + static_cast<int>(p.kernel_h), H + P);
+    int w1 = BRAID_SAMPLES_MIN(w0 + static_cast<int>(p.kernel_w), W + P);
+    const int count = (h1 - h0) * (w1 - w0);
+    h0 = BRAID_SAMPLES_MAX(h0, 0);
+    w0 = BRAID_SAMPLES_MAX(w0, 0);
+    h1 = BRAID_SAMPLES_MIN(h1, H);
+    w1 = BRAID_SAMPLES_MIN(w1, W);
+    return {h0, h1, w0, w1, count};
+}
+
+BRAID_SAMPLES_HOST_DEVICE inline int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// Output t (over images, channels and output pixels) of a pooling forward.
+BRAID_SAMPLES_HOST_DEVICE inline float pool_forward_at(const PoolArgs& p, ConstDeviceImages x, std::uint64_t t) {
+    const std::uint64_t planes_out = std::uint64_t{p.out_h} * p.out_w;
+    const std::uint64_t plane = quotient(t, planes_out);  // n * C + c
+    const std::uint64_t n = quotient(plane, x.c), c = plane - n * x.c;
+    const int o = static_cast<int>(t - plane * planes_out);
+    const int oh = o / static_cast<int>(p.out_w), ow = o - oh * static_cast<int>(p.out_w);
+    const float* xp = x.data + n * x.image_stride + c * p.in_h * p.in_w;
+    const PoolWindow win = pool_window(p, oh, ow);
+    if (p.max) {
+        float best = -__builtin_huge_valf();
+        for (int h = win.h0; h < win.h1; ++h)
+            for (int w = win.w0; w < win.w1; ++w) {
+                const float v = xp[h * static_cast<int>(p.in_w) + w];
+                best = best < v ? v : best;  // std::max(best, v)
+            }
+        return best;
+    }
+    float sum = 0.0f;
+    for (int h = win.h0; h < win.h1; ++h)
+        for (int w = win.w0; w < win.w1; ++w) sum += xp[h * static_cast<int>(p.in_w) + w];
+    return sum / static_cast<float>(win.count);
+}
+
+// Where y[n, c, :] of output t sits in a view.
+BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t pool_output_offset(const PoolArgs& p, std::uint32_t channels,
+                                                                   std::uint64_t image_stride, std::uint64_t t) {
+    const std::uint64_t per_image = std::uint64_t{channels} * p.out_h * p.out_w;
+    const std::uint64_t n = quotient(t, per_image);
+    return n * image_stride + (t - n * per_image);
+}
+
+// Max-pool backward, first pass, output t: the plane offset of the first
+// position (in raster order) of t's window whose x equals y, or -1 when
+// none does (the reference routes t's gradient there, or nowhere).
+BRAID_SAMPLES_HOST_DEVICE inline std::int32_t pool_argmax_at(const PoolArgs& p, ConstDeviceImages x,
+                                                              ConstDeviceImages y, std::uint64_t t) {
+    const std::uint64_t planes_out = std::uint64_t{p.out_h} * p.out_w;
+    const std::uint64_t plane = quotient(t, planes_out);
+    const std::uint64_t n = quotient(plane, x.c), c = plane - n * x.c;
+    const int o = static_cast<int>(t - plane * planes_out);
+    const int oh = o / static_cast<int>(p.out_w), ow = o - oh * static_cast<int>(p.out_w);
+    const int W = static_cast<int>(p.in_w);
+    const float* xp = x.data + n * x.image_stride + c * p.in_h * p.in_w;
+    const float best = y.data[n * y.image_stride + c * planes_out + static_cast<std::uint64_t>(o)];
+    const PoolWindow win = pool_window(p, oh, ow);
+    for (int h = win.h0; h < win.h1; ++h)
+        for (int w = win.w0; w < win.w1; ++w)
+            if (xp[h * W + w] == best) return h * W + w;
+    return -1;
+}
+
+// Backward, input element t: the sum, over the windows that hold it in the
+// reference's (raster) order, of what each routes to it. Max pooling reads
+// the first pass's argmax (contiguous, one int per output of the range);
+// average pooling routes dy / count to every element of a window.
+BRAID_SAMPLES_HOST_DEVICE inline float pool_backward_at(const PoolArgs& p, const std::int32_t* argmax,
+                                                        ConstDeviceImages dy, std::uint32_t channels,
+                                                        std::uint64_t t) {
+    const std::uint64_t plane_in = std::uint64_t{p.in_h} * p.in_w, plane_out = std::uint64_t{p.out_h} * p.out_w;
+    const int S = static_cast<int>(p.stride), P = static_cast<int>(p.pad);
+    const int KH = static_cast<int>(p.kernel_h), KW = static_cast<int>(p.kernel_w);
+    const int W = static_cast<int>(p.in_w);
+    const std::uint64_t plane = quotient(t, plane_in);
+    const std::uint64_t n = quotient(plane, channels), c = plane - n * channels;
+    const int i = static_cast<int>(t - plane * plane_in);
+    const int h = i / W, w = i - h * W;
+    // Windows whose span holds (h, w): oh*S - P <= h < oh*S - P + K.
+    const int oh_lo = BRAID_SAMPLES_MAX(0, floor_div(h + P - KH, S) + 1);
+    const int oh_hi = BRAID_SAMPLES_MIN(static_cast<int>(p.out_h) - 1, (h + P) / S);
+    const int ow_lo = BRAID_SAMPLES_MAX(0, floor_div(w + P - KW, S) + 1);
+    const int ow_hi = BRAID_SAMPLES_MIN(static_cast<int>(p.out_w) - 1, (w + P) / S);
+    const float* dyp = dy.data + n * dy.image_stride + c * plane_out;
+    float acc = 0.0f;
+    if (p.max) {
+        const std::int32_t* first = argmax + plane * plane_out;
+        for (int oh = oh_lo; oh <= oh_hi; ++oh)
+            for (int ow = ow_lo; ow <= ow_hi; ++ow)
+                if (first[oh * static_cast<int>(p.out_w) + ow] == i) acc += dyp[oh * static_cast<int>(p.out_w) + ow];
+        return acc;
+    }
+    for (int oh = oh_lo; oh <= oh_hi; ++oh)
+        for (int ow = ow_lo; ow <= ow_hi; ++ow) {
+            const PoolWindow win = pool_window(p, oh, ow);
+            if (h < win.h0 || h >= win.h1 || w < win.w0 || w >= win.w1) continue;
+            acc += dyp[oh * static_cast<int>(p.out_w) + ow] / static_cast<float>(win.count);
+        }
+    return acc;
+}
+
+// Where dx of input element t sits in a view.
+BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t pool_input_offset(const PoolArgs& p, std::uint32_t channels,
+                                                                  std::uint64_t image_stride, std::uint64_t t) {
+    const std::uint64_t per_image = std::uint64_t{channels} * p.in_h * p.in_w;
+    const std::uint64_t n = quotient(t, per_image);
+    return n * image_stride + (t - n * per_image);
+}
+
+#undef BRAID_SAMPLES_MIN
+#undef BRAID_SAMPLES_MAX
+
+}  // namespace braid::samples::cuda

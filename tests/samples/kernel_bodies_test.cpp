@@ -1,0 +1,289 @@
+// The own CUDA kernels' per-element bodies (samples/cuda/kernel_bodies.hpp)
+// run on the CPU over every index of an emulated grid, bit for bit against
+// the reference layers: pooling (forward, and the two-pass max backward
+// with its tie rule) and the vectorised elementwise kernels (ReLU, add,
+// gradient sum) in both vector widths, over dense views and channel slices.
+// The GPU runs the same bodies (test-gpu-samples checks them there).
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/kernel_bodies.hpp"
+#include "nn/add.hpp"
+#include "nn/gradient_sum.hpp"
+#include "nn/pool.hpp"
+#include "nn/relu.hpp"
+
+using namespace braid::samples;
+using namespace braid::samples::cuda;
+
+namespace {
+
+// Values with many ties: multiples of 0.5 in [-2, 2], a third of them 0 (as after a ReLU).
+std::vector<float> tied_values(std::size_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> pick(-4, 4);
+    std::vector<float> v(n);
+    for (float& x : v) {
+        const int k = pick(rng);
+        x = k < -1 ? 0.0f : 0.5f * static_cast<float>(k);
+    }
+    return v;
+}
+
+std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// A view of `shape` inside a wider buffer: `extra` channels' worth of
+// padding after each image, starting `offset` floats in.
+struct Slice {
+    Shape4 shape;
+    std::uint64_t offset = 0, stride = 0;
+    std::vector<float> data;
+
+    Slice(Shape4 s, std::uint64_t extra_planes, std::uint64_t off, float fill)
+        : shape(s), offset(off), stride(s.image_elements() + extra_planes * s.plane_elements()),
+          data(off + s.n * stride, fill) {}
+    float* at(std::uint32_t n, std::uint64_t i) { return data.data() + offset + n * stride + i; }
+    void set(const std::vector<float>& dense) {
+        for (std::uint32_t n = 0; n < shape.n; ++n)
+            std::memcpy(at(n, 0), dense.data() + n * shape.image_elements(), shape.image_elements() * sizeof(float));
+    }
+    std::vector<float> dense() {
+        std::vector<float> out(shape.elements());
+        for (std::uint32_t n = 0; n < shape.n; ++n)
+            std::memcpy(out.data() + n * shape.image_elements(), at(n, 0), shape.image_elements() * sizeof(float));
+        return out;
+    }
+    // Whether every float outside the view still holds `fill`.
+    bool untouched_outside(float fill) {
+        std::vector<bool> inside(data.size(), false);
+        for (std::uint32_t n = 0; n < shape.n; ++n)
+            for (std::uint64_t i = 0; i < shape.image_elements(); ++i) inside[offset + n * stride + i] = true;
+        for (std::size_t k = 0; k < data.size(); ++k)
+            if (!inside[k] && std::memcmp(&data[k], &fill, sizeof(float)) != 0) return false;
+        return true;
+    }
+    DeviceImages images() {
+        return DeviceImages{data.data() + offset, shape.n, shape.c, shape.h, shape.w, stride};
+    }
+};
+
+PoolArgs pool_args(const Pool2d& l) {
+    PoolArgs a;
+    a.max = l.config.mode == PoolMode::max;
+    a.kernel_h = l.kernel_h;
+    a.kernel_w = l.kernel_w;
+    a.stride = l.stride;
+    a.pad = l.pad;
+    a.in_h = l.in.h;
+    a.in_w = l.in.w;
+    a.out_h = l.out.h;
+    a.out_w = l.out.w;
+    return a;
+}
+
+// The launch's loop, one thread after another.
+template <class F>
+void emulate(std::uint64_t total, F&& body) {
+    for (std::uint64_t t = 0; t < total; ++t) body(t);
+}
+
+}  // namespace
+
+TEST_SUITE("cpu") {
+
+TEST_CASE("pool kernel bodies: forward, and the two-pass max backward with the reference's tie rule, bit for bit") {
+    int cases = 0;
+    for (const PoolMode mode : {PoolMode::max, PoolMode::average})
+        for (std::uint32_t kernel = 1; kernel <= 5; ++kernel)
+            for (std::uint32_t stride = 1; stride <= 3; ++stride)
+                for (std::uint32_t pad = 0; 2 * pad <= kernel; ++pad)
+                    for (const bool ceil : {false, true})
+                        for (const std::uint32_t size : {1u, 2u, 5u, 8u, 13u}) {
+                            const Shape4 in{2, 3, size, size + 1};
+                            const PoolConfig cfg{.mode = mode, .kernel = kernel, .stride = stride, .pad = pad,
+                                                 .ceil_mode = ceil};
+                            if (pooled_size(in.h, kernel, stride, pad, ceil) == 0 ||
+                                pooled_size(in.w, kernel, stride, pad, ceil) == 0)
+                                continue;
+                            const Pool2d layer(in, cfg);
+                            const Shape4 out = layer.out;
+                            CAPTURE(to_string(in));
+                            CAPTURE(kernel);
+                            CAPTURE(stride);
+                            CAPTURE(pad);
+                            CAPTURE(ceil);
+                            CAPTURE(mode == PoolMode::max);
+                            const auto x = tied_values(in.elements(), 7 * kernel + stride);
+                            const auto dy = random_floats(out.elements(), 11 * size + pad);
+                            std::vector<float> y(out.elements()), dx(in.elements());
+                            pool_forward<float>(layer, TensorView<const float>::dense(x.data(), in),
+                                                TensorView<float>::dense(y.data(), out), whole_batch(in));
+                            pool_backward_data<float>(layer, TensorView<const float>::dense(x.data(), in),
+                                                      TensorView<const float>::dense(y.data(), out),
+                                                      TensorView<const float>::dense(dy.data(), out),
+                                                      TensorView<float>::dense(dx.data(), in), whole_batch(in));
+
+                            // y and dy as channel slices of wider buffers, dx into one too.
+                            const PoolArgs p = pool_args(layer);
+                            Slice gy(out, 2, 5, 9.0f), gdy(out, 1, 3, -7.0f), gdx(in, 2, 1, 4.5f);
+                            gdy.set(dy);
+                            const ConstDeviceImages gx(x.data(), in.n, in.c, in.h, in.w, in.image_elements());
+                            const DeviceImages yv = gy.images();
+                            emulate(out.elements(), [&](std::uint64_t t) {
+                                yv.data[pool_output_offset(p, yv.c, yv.image_stride, t)] = pool_forward_at(p, gx, t);
+                            });
+                            CHECK(same_bits(gy.dense(), y));
+                            CHECK(gy.untouched_outside(9.0f));
+
+                            std::vector<std::int32_t> argmax(out.elements(), -2);
+                            if (p.max)
+                                emulate(out.elements(), [&](std::uint64_t t) {
+                                    argmax[t] = pool_argmax_at(p, gx, ConstDeviceImages(yv), t);
+                                });
+                            const DeviceImages dxv = gdx.images();
+                            const ConstDeviceImages dyv(gdy.images());
+                            emulate(in.elements(), [&](std::uint64_t t) {
+                                dxv.data[pool_input_offset(p, dxv.c, dxv.image_stride, t)] =
+                                    pool_backward_at(p, p.max ? argmax.data() : nullptr, dyv, dxv.c, t);
+                            });
+                            CHECK(same_bits(gdx.dense(), dx));
+                            CHECK(gdx.untouched_outside(4.5f));
+                            ++cases;
+                        }
+    CHECK(cases > 300);
+    // The scratch the first pass takes: one int per output of the range.
+    const Pool2d stem({32, 64, 112, 112}, {.kernel = 3, .stride = 2, .pad = 1});
+    CHECK(pool_backward_scratch_bytes(pool_args(stem), 32, 64) == std::size_t{32} * 64 * 56 * 56 * 4);
+    CHECK(pool_backward_scratch_bytes(pool_args(Pool2d({2, 3, 8, 8}, {.mode = PoolMode::average, .kernel = 2,
+                                                                       .stride = 2})),
+                                      2, 3) == 0);
+}
+
+TEST_CASE("pool kernel bodies: a window whose maximum is -inf routes there; one of NaNs routes nowhere, as the reference") {
+    const Shape4 in{1, 1, 2, 4};
+    const Pool2d layer(in, {.kernel = 2, .stride = 2});
+    const float inf = __builtin_huge_valf(), nan = __builtin_nanf("");
+    const std::vector<float> x = {-inf, -inf, nan, nan, -inf, -inf, nan, nan};
+    const std::vector<float> dy = {1.0f, 2.0f};
+    std::vector<float> y(2), dx(8);
+    pool_forward<float>(layer, TensorView<const float>::dense(x.data(), in), TensorView<float>::dense(y.data(), layer.out),
+                        whole_batch(in));
+    pool_backward_data<float>(layer, TensorView<const float>::dense(x.data(), in),
+                              TensorView<const float>::dense(y.data(), layer.out),
+                              TensorView<const float>::dense(dy.data(), layer.out), TensorView<float>::dense(dx.data(), in),
+                              whole_batch(in));
+    const PoolArgs p = pool_args(layer);
+    const ConstDeviceImages xv(x.data(), 1, 1, 2, 4, 8), yv(y.data(), 1, 1, 1, 2, 2), dyv(dy.data(), 1, 1, 1, 2, 2);
+    CHECK(pool_argmax_at(p, xv, yv, 0) == 0);
+    CHECK(pool_argmax_at(p, xv, yv, 1) == -1);
+    std::vector<float> got(8);
+    std::vector<std::int32_t> argmax = {pool_argmax_at(p, xv, yv, 0), pool_argmax_at(p, xv, yv, 1)};
+    for (std::uint64_t t = 0; t < 8; ++t) got[t] = pool_backward_at(p, argmax.data(), dyv, 1, t);
+    CHECK(same_bits(got, dx));
+    CHECK(got[0] == 1.0f);
+}
+
+TEST_CASE("vector width: 16-byte units only where every view is aligned and images hold whole units") {
+    alignas(16) static float buffer[64];
+    const ConstDeviceImages a(buffer, 2, 2, 2, 2, 8), b(buffer + 16, 2, 2, 2, 2, 12);
+    CHECK(vector_width(8, {a, b}) == 4);
+    CHECK(vector_width(6, {a, b}) == 1);                                         // an image of 6 floats
+    CHECK(vector_width(8, {a, ConstDeviceImages(buffer + 1, 2, 2, 2, 2, 8)}) == 1);  // misaligned data
+    CHECK(vector_width(8, {a, ConstDeviceImages(buffer, 2, 2, 2, 2, 10)}) == 1);     // stride of 10 floats
+    CHECK(vector_width(8, {a, ConstDeviceImages(buffer, 1, 2, 2, 2, 10)}) == 4);     // one image: no stride
+    CHECK(contiguous({a}));
+    CHECK_FALSE(contiguous({a, b}));
+    CHECK(contiguous({ConstDeviceImages(buffer, 1, 2, 2, 2, 99)}));
+    const UnitGrid flat = unit_grid(3, 8, 4, true), strided = unit_grid(3, 8, 4, false);
+    CHECK(flat.units == 6);
+    CHECK(flat.images == 1);
+    CHECK(strided.units == 6);
+    CHECK(strided.units_per_image == 2);
+    CHECK(strided.images == 3);
+    CHECK(unit_offset(5, 2, 3, 12, 4) == 2 * 12 + 4);
+    CHECK(quotient(std::uint64_t{1} << 40, 3) == (std::uint64_t{1} << 40) / 3);
+}
+
+TEST_CASE("elementwise kernel bodies: ReLU, add and gradient sum over dense views and slices, widths 1 and 4, bit for bit") {
+    struct Case {
+        Shape4 shape;
+        std::uint64_t extra_planes;  // 0: dense
+    };
+    const Case cases[] = {{{3, 4, 5, 4}, 0}, {{3, 4, 5, 4}, 1}, {{2, 3, 3, 3}, 0}, {{2, 3, 3, 3}, 2}, {{1, 2, 2, 2}, 0}};
+    for (const Case& c : cases) {
+        const Shape4 s = c.shape;
+        CAPTURE(to_string(s));
+        CAPTURE(c.extra_planes);
+        const auto x = random_floats(s.elements(), 1), dy = random_floats(s.elements(), 2),
+                   b = random_floats(s.elements(), 3), q = random_floats(s.elements(), 4);
+        const auto dense = [&](const std::vector<float>& v) { return TensorView<const float>::dense(v.data(), s); };
+        std::vector<float> relu_y(s.elements()), relu_dx(s.elements()), sum_y(s.elements()), grad(s.elements());
+        const Relu relu(s);
+        relu_forward<float>(relu, dense(x), TensorView<float>::dense(relu_y.data(), s), whole_batch(s));
+        relu_backward_data<float>(relu, dense(relu_y), dense(dy), TensorView<float>::dense(relu_dx.data(), s),
+                                  whole_batch(s));
+        add_forward<float>(Add(s, s), dense(x), dense(b), TensorView<float>::dense(sum_y.data(), s), whole_batch(s));
+        const TensorView<const float> parts[] = {dense(x), dense(b), dense(q)};
+        gradient_sum<float>(parts, TensorView<float>::dense(grad.data(), s), whole_batch(s));
+
+        for (const int v : {1, 4}) {
+            if (v == 4 && s.image_elements() % 4 != 0) continue;
+            CAPTURE(v);
+            // Offsets of whole 16-byte units keep the slices aligned when the stride allows it.
+            Slice sx(s, c.extra_planes, 4, 0.0f), sdy(s, c.extra_planes, 8, 0.0f), sb(s, c.extra_planes, 0, 0.0f),
+                sq(s, c.extra_planes, 12, 0.0f), out(s, c.extra_planes, 4, 3.25f);
+            sx.set(x);
+            sdy.set(dy);
+            sb.set(b);
+            sq.set(q);
+            const ConstDeviceImages vx(sx.images()), vdy(sdy.images()), vb(sb.images()), vq(sq.images());
+            const DeviceImages vout = out.images();
+            const bool flat = contiguous({vx, vdy, vb, vq, vout});
+            CHECK(flat == (c.extra_planes == 0 || s.n == 1));
+            const UnitGrid g = unit_grid(s.n, s.image_elements(), v, flat);
+            const auto run = [&](auto&& unit) {
+                if (v == 4) emulate(g.units, [&](std::uint64_t u) { unit(std::integral_constant<int, 4>{}, u); });
+                else emulate(g.units, [&](std::uint64_t u) { unit(std::integral_constant<int, 1>{}, u); });
+            };
+            run([&](auto w, std::uint64_t u) { unary_unit<decltype(w)::value>(ReluForwardOp{}, g, vx, vout, u); });
+            CHECK(same_bits(out.dense(), relu_y));
+            CHECK(out.untouched_outside(3.25f));
+            Slice sy(s, c.extra_planes, 0, 0.0f);
+            sy.set(relu_y);
+            const ConstDeviceImages vy(sy.images());
+            run([&](auto w, std::uint64_t u) {
+                binary_unit<decltype(w)::value>(ReluBackwardOp{}, g, vy, vdy, vout, u);
+            });
+            CHECK(same_bits(out.dense(), relu_dx));
+            run([&](auto w, std::uint64_t u) { binary_unit<decltype(w)::value>(AddOp{}, g, vx, vb, vout, u); });
+            CHECK(same_bits(out.dense(), sum_y));
+            GradientPartials p{};
+            p.count = 3;
+            const ConstDeviceImages pv[] = {vx, vb, vq};
+            for (std::uint32_t k = 0; k < 3; ++k) {
+                p.data[k] = pv[k].data;
+                p.stride[k] = pv[k].image_stride;
+            }
+            run([&](auto w, std::uint64_t u) { gradient_sum_unit<decltype(w)::value>(p, g, vout, u); });
+            CHECK(same_bits(out.dense(), grad));
+            CHECK(out.untouched_outside(3.25f));
+        }
+    }
+}
+
+}  // TEST_SUITE
