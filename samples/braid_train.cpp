@@ -44,6 +44,7 @@
 #include "train/net_settings.hpp"
 #include "train/summary.hpp"
 #include "train/training_graph.hpp"
+#include "train/training_loop.hpp"
 #include "train/tuning.hpp"
 #include "vocabulary.hpp"
 #if BRAID_SAMPLES_WITH_CUDA
@@ -400,32 +401,26 @@ int train(const Options& o) {
     braid::Executor<braid::HostBackend> executor(tg.graph, plan, backend, host_bodies(model));
     Progress progress(isatty(fileno(stderr)) != 0, tg.graph.op_count());
     executor.set_profiling_hook(&progress);
-    double steady_seconds = 0.0;
-    for (std::uint32_t it = 1; it <= o.iterations; ++it) {
-        progress.begin(it, o.iterations);
+    TrainingLoop loop;
+    loop.iterations = o.iterations;
+    loop.batch = tg.batch();
+    std::uint32_t it = 0;
+    loop.iterate_ms = [&] {
+        progress.begin(++it, o.iterations);
         const auto start = Clock::now();
         executor.run();
-        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         progress.clear();
-        if (it > 1 || o.iterations == 1) steady_seconds += seconds;
-        fmt::print("iteration {:>{}}/{}  loss {:.6f}  {:.1f} ms  {:.1f} images/s\n", it,
-                   std::to_string(o.iterations).size(), o.iterations, model.loss(), seconds * 1e3, tg.batch() / seconds);
-        std::fflush(stdout);
-    }
-    // The first iteration warms caches and starts the workers: left out of the mean.
-    const std::uint32_t timed = o.iterations > 1 ? o.iterations - 1 : 1;
-    fmt::print("mean over iteration{} {}: {:.1f} ms per iteration, {:.1f} images/s\n", timed > 1 ? "s" : "",
-               o.iterations > 1 ? fmt::format("2..{}", o.iterations) : std::string("1"), steady_seconds / timed * 1e3,
-               tg.batch() * timed / steady_seconds);
-
-    if (o.check) {
-        HostModel reference(tg);
-        for (std::uint32_t it = 0; it < o.iterations; ++it) reference.run_serial_iteration();
-        const WeightComparison cmp = compare_weights(model, reference);
-        fmt::print("check against a serial run: {}\n", cmp.describe());
-        return cmp.identical ? 0 : 1;
-    }
-    return 0;
+        return ms;
+    };
+    loop.loss = [&] { return model.loss(); };
+    if (o.check)
+        loop.check = [&] {
+            HostModel reference(tg);
+            for (std::uint32_t i = 0; i < o.iterations; ++i) reference.run_serial_iteration();
+            return compare_weights(model, reference);
+        };
+    return run_training_loop(loop);
 }
 
 // "must be at least N" instead of CLI11's range text with DBL_MAX in it.

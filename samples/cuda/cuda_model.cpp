@@ -5,15 +5,11 @@
 
 #include "braid/cuda/error.hpp"
 #include "train/initial_values.hpp"
+#include "train/op_binding.hpp"
 
 namespace braid::samples {
 
 namespace {
-
-ImageRange images_of(const braid::OpContext& ctx, std::uint32_t batch) {
-    if (ctx.batch_end > ctx.batch_begin) return ImageRange{ctx.batch_begin, ctx.batch_end};
-    return ImageRange{0, batch};
-}
 
 void synchronize() { braid::cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
@@ -151,234 +147,140 @@ std::vector<std::pair<std::string, double>> CudaModel::losses() const {
 }
 
 CudaBody CudaModel::make_body(OpId id) {
-    const OpInfo& info = graph_.ops[id];
     const std::uint32_t batch = graph_.batch();
-    switch (info.role) {
-        case OpRole::data: {
-            const TensorView<float> images = tensor(graph_.images);
-            std::int32_t* labels = data<std::int32_t>(graph_.labels);
-            const std::uint64_t* step = data<std::uint64_t>(graph_.step);
-            const std::uint64_t seed = graph_.seed, period = graph_.data_batches;
-            const std::uint32_t classes = graph_.network.classes();
-            return [=](braid::CudaLane& lane, const braid::OpContext& ctx) {
-                cuda::synthetic_batch(lane, seed, classes, period, step, images, labels, images_of(ctx, batch));
-            };
-        }
-        case OpRole::advance_step: {
-            std::uint64_t* step = data<std::uint64_t>(graph_.step);
-            return [step](braid::CudaLane& lane, const braid::OpContext&) { cuda::advance_step(lane, step); };
-        }
-        case OpRole::gradient_sum: {
-            const GradientSum& s = graph_.gradient_sums.at(*info.gradient_sum);
-            std::vector<TensorView<const float>> partials;
-            for (BufferId p : s.partials) partials.push_back(tensor(p));
-            const TensorView<float> total = tensor(s.total);
-            return [=](braid::CudaLane& lane, const braid::OpContext& ctx) {
-                cuda::gradient_sum(lane, partials, total, images_of(ctx, batch));
-            };
-        }
-        default: return make_layer_body(*info.layer, info.role);
-    }
-}
-
-CudaBody CudaModel::make_layer_body(LayerId l, OpRole role) {
-    const LayerSpec& spec = graph_.network.layer(l).spec;
-    const LayerBuffers& b = graph_.layers[l];
-    const std::uint32_t batch = graph_.batch();
-    const auto view = [&](BufferId id) { return tensor(id); };
-    const auto cview = [&](BufferId id) { return TensorView<const float>(tensor(id)); };
-    const auto ptr = [&](BufferId id) { return data<float>(id); };
-    const auto opt_ptr = [&](std::size_t i, const std::vector<BufferId>& v) -> float* {
-        return i < v.size() ? data<float>(v[i]) : nullptr;
-    };
-    const auto dx_view = [&]() { return view(b.input_gradients.at(0).value()); };
+    const BoundOp op = bind_op(graph_, id, [this](BufferId root) { return static_cast<std::byte*>(roots_.at(root).get()); });
     using Lane = braid::CudaLane;
     using Ctx = braid::OpContext;
-
-    if (role == OpRole::update) {
-        std::vector<cuda::SgdTensorRef> tensors;
-        const std::vector<ParamSpec> specs = parameters_of(spec);
-        for (std::size_t i = 0; i < specs.size(); ++i)
-            tensors.push_back(cuda::SgdTensorRef{ptr(b.params[i]), ptr(b.param_gradients[i]), ptr(b.momentum[i]),
-                                                 specs[i].elements(), specs[i].weight_decay});
-        const SgdConfig sgd = graph_.optimizer;
-        return [=](Lane& lane, const Ctx&) { cuda::sgd_momentum_update(lane, sgd, tensors); };
-    }
-
-    if (cuda::CudaConv* conv = convs_[l].get()) {
-        if (role == OpRole::forward) {
-            const auto x = cview(b.inputs[0]);
-            const auto y = view(b.output);
-            const float* w = ptr(b.params[0]);
-            const float* bias = opt_ptr(1, b.params);
-            return [=](Lane& lane, const Ctx& ctx) { conv->forward(lane, x, w, bias, y, images_of(ctx, batch)); };
-        }
-        if (role == OpRole::backward_data) {
-            const auto dy = cview(*b.output_gradient);
-            const float* w = ptr(b.params[0]);
-            const auto dx = dx_view();
-            return [=](Lane& lane, const Ctx& ctx) { conv->backward_data(lane, dy, w, dx, images_of(ctx, batch)); };
-        }
-        if (role == OpRole::backward_weight) {
-            const auto x = cview(b.inputs[0]);
-            const auto dy = cview(*b.output_gradient);
-            float* dw = ptr(b.param_gradients[0]);
-            float* db = opt_ptr(1, b.param_gradients);
-            return [=](Lane& lane, const Ctx&) { conv->backward_weight(lane, x, dy, dw, db); };
-        }
-    }
-    if (cuda::CudaFullyConnected* fc = fcs_[l].get()) {
-        if (role == OpRole::forward) {
-            const auto x = cview(b.inputs[0]);
-            const auto y = view(b.output);
-            const float* w = ptr(b.params[0]);
-            const float* bias = opt_ptr(1, b.params);
-            return [=](Lane& lane, const Ctx& ctx) { fc->forward(lane, x, w, bias, y, images_of(ctx, batch)); };
-        }
-        if (role == OpRole::backward_data) {
-            const auto dy = cview(*b.output_gradient);
-            const float* w = ptr(b.params[0]);
-            const auto dx = dx_view();
-            return [=](Lane& lane, const Ctx& ctx) { fc->backward_data(lane, dy, w, dx, images_of(ctx, batch)); };
-        }
-        if (role == OpRole::backward_weight) {
-            const auto x = cview(b.inputs[0]);
-            const auto dy = cview(*b.output_gradient);
-            float* dw = ptr(b.param_gradients[0]);
-            float* db = opt_ptr(1, b.param_gradients);
-            return [=](Lane& lane, const Ctx&) { fc->backward_weight(lane, x, dy, dw, db); };
-        }
-    }
-    if (const auto* bn = std::get_if<BatchNorm2d>(&spec)) {
-        const BatchNorm2d n = *bn;
-        const float* gamma = ptr(b.params[0]);
-        float* saved_mean = ptr(b.aux[BatchNorm2d::saved_mean]);
-        float* saved_inv_std = ptr(b.aux[BatchNorm2d::saved_inv_std]);
-        const auto x = cview(b.inputs[0]);
-        if (role == OpRole::forward) {
-            const float* beta = ptr(b.params[1]);
-            const auto y = view(b.output);
-            float* running_mean = ptr(b.aux[BatchNorm2d::running_mean]);
-            float* running_var = ptr(b.aux[BatchNorm2d::running_var]);
-            return [=](Lane& lane, const Ctx&) {
-                cuda::batch_norm_forward_training(lane, n, x, gamma, beta, y, saved_mean, saved_inv_std, running_mean,
-                                                  running_var);
-            };
-        }
-        const auto dy = cview(*b.output_gradient);
-        if (role == OpRole::backward_data) {
-            const auto dx = dx_view();
-            return [=](Lane& lane, const Ctx&) {
-                cuda::batch_norm_backward_data(lane, n, x, dy, gamma, saved_mean, saved_inv_std, dx);
-            };
-        }
-        if (role == OpRole::backward_weight) {
-            float* dgamma = ptr(b.param_gradients[0]);
-            float* dbeta = ptr(b.param_gradients[1]);
-            return [=](Lane& lane, const Ctx&) {
-                cuda::batch_norm_backward_weight(lane, n, x, dy, saved_mean, saved_inv_std, dgamma, dbeta);
-            };
-        }
-    }
-    if (const auto* relu = std::get_if<Relu>(&spec)) {
-        const Relu r = *relu;
-        if (role == OpRole::forward) {
-            const auto x = cview(b.inputs[0]);
-            const auto y = view(b.output);
-            return [=](Lane& lane, const Ctx& ctx) { cuda::relu_forward(lane, r, x, y, images_of(ctx, batch)); };
-        }
-        if (role == OpRole::backward_data) {
-            const auto y = cview(b.output);
-            const auto dy = cview(*b.output_gradient);
-            const auto dx = dx_view();
-            return [=](Lane& lane, const Ctx& ctx) {
-                cuda::relu_backward_data(lane, r, y, dy, dx, images_of(ctx, batch));
-            };
-        }
-    }
-    if (cuda::CudaPool* pool = pools_[l].get()) {
-        const auto x = cview(b.inputs[0]);
-        const auto y = view(b.output);
-        if (role == OpRole::forward)
-            return [=](Lane& lane, const Ctx& ctx) { pool->forward(lane, x, y, images_of(ctx, batch)); };
-        if (role == OpRole::backward_data) {
-            const auto dy = cview(*b.output_gradient);
-            const auto dx = dx_view();
-            // Average pooling reads dy alone; its op declares no x or y.
-            const bool max = pool->layer().config.mode == PoolMode::max;
-            const TensorView<const float> x_read = max ? x : TensorView<const float>{};
-            const TensorView<const float> y_read = max ? TensorView<const float>(y) : TensorView<const float>{};
-            return [=](Lane& lane, const Ctx& ctx) {
-                pool->backward_data(lane, x_read, y_read, dy, dx, images_of(ctx, batch));
-            };
-        }
-    }
-    if (cuda::CudaLrn* lrn = lrns_[l].get()) {
-        const auto x = cview(b.inputs[0]);
-        const auto y = view(b.output);
-        if (role == OpRole::forward)
-            return [=](Lane& lane, const Ctx& ctx) { lrn->forward(lane, x, y, images_of(ctx, batch)); };
-        if (role == OpRole::backward_data) {
-            const auto dy = cview(*b.output_gradient);
-            const auto dx = dx_view();
-            return [=](Lane& lane, const Ctx& ctx) {
-                lrn->backward_data(lane, x, TensorView<const float>(y), dy, dx, images_of(ctx, batch));
-            };
-        }
-    }
-    if (const auto* drop = std::get_if<Dropout>(&spec)) {
-        const Dropout d = *drop;
-        const std::uint64_t* step = data<std::uint64_t>(graph_.step);
-        const std::uint64_t seed = graph_.seed;
-        if (role == OpRole::forward) {
-            const auto x = cview(b.inputs[0]);
-            const auto y = view(b.output);
-            return [=](Lane& lane, const Ctx& ctx) {
-                cuda::dropout_forward(lane, d, seed, l, step, x, y, images_of(ctx, batch));
-            };
-        }
-        if (role == OpRole::backward_data) {
-            const auto dy = cview(*b.output_gradient);
-            const auto dx = dx_view();
-            return [=](Lane& lane, const Ctx& ctx) {
-                cuda::dropout_backward_data(lane, d, seed, l, step, dy, dx, images_of(ctx, batch));
-            };
-        }
-    }
-    if (const auto* add = std::get_if<Add>(&spec)) {
-        const Add a = *add;
-        if (role == OpRole::forward) {
-            const auto x0 = cview(b.inputs[0]);
-            const auto x1 = cview(b.inputs[1]);
-            const auto y = view(b.output);
-            return [=](Lane& lane, const Ctx& ctx) { cuda::add_forward(lane, a, x0, x1, y, images_of(ctx, batch)); };
-        }
-    }
-    if (const auto* loss = std::get_if<SoftmaxCrossEntropy>(&spec)) {
-        const SoftmaxCrossEntropy s = *loss;
-        const std::int32_t* labels = data<std::int32_t>(graph_.labels);
-        float* per_image = ptr(b.aux[SoftmaxCrossEntropy::per_image_loss]);
-        const auto probs = view(b.output);
-        if (role == OpRole::forward) {
-            const auto logits = cview(b.inputs[0]);
-            return [=](Lane& lane, const Ctx& ctx) {
-                cuda::softmax_loss_forward(lane, s, logits, labels, probs, per_image, images_of(ctx, batch));
-            };
-        }
-        if (role == OpRole::loss_sum) {
-            float* total = ptr(b.aux[SoftmaxCrossEntropy::loss]);
-            return [=](Lane& lane, const Ctx&) { cuda::softmax_loss_sum(lane, s, per_image, total); };
-        }
-        if (role == OpRole::backward_data) {
-            const auto dx = dx_view();
-            return [=](Lane& lane, const Ctx& ctx) {
-                cuda::softmax_loss_backward_data(lane, s, TensorView<const float>(probs), labels, dx,
-                                                 images_of(ctx, batch));
-            };
-        }
-    }
-    throw braid::GraphError("no CUDA body for the " + std::string(to_string(role)) + " op of layer '" +
-                            graph_.network.layer(l).name + "'");
+    // The layers with library state (descriptors, algorithm choices) are this model's objects.
+    const LayerId l = op.layer.value_or(0);
+    cuda::CudaConv* conv = op.layer ? convs_[l].get() : nullptr;
+    cuda::CudaFullyConnected* fc = op.layer ? fcs_[l].get() : nullptr;
+    cuda::CudaPool* pool = op.layer ? pools_[l].get() : nullptr;
+    cuda::CudaLrn* lrn = op.layer ? lrns_[l].get() : nullptr;
+    return std::visit(
+        Overloaded{
+            [=](const bound::Data& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    cuda::synthetic_batch(lane, a.seed, a.classes, a.data_batches, a.step, a.images, a.labels,
+                                          op_images(ctx, batch));
+                };
+            },
+            [](const bound::AdvanceStep& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx&) { cuda::advance_step(lane, a.step); };
+            },
+            [=](const bound::GradientSum& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    cuda::gradient_sum(lane, a.partials, a.total, op_images(ctx, batch));
+                };
+            },
+            [](const bound::Update& a) -> CudaBody {
+                std::vector<cuda::SgdTensorRef> tensors;
+                for (const bound::SgdTensor& t : a.tensors)
+                    tensors.push_back(cuda::SgdTensorRef{t.param, t.grad, t.momentum, t.elements, t.decay});
+                return [=, sgd = a.sgd](Lane& lane, const Ctx&) { cuda::sgd_momentum_update(lane, sgd, tensors); };
+            },
+            [=](const bound::ConvForward& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    conv->forward(lane, a.x, a.weight, a.bias, a.y, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::ConvBackwardData& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    conv->backward_data(lane, a.dy, a.weight, a.dx, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::ConvBackwardWeight& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx&) { conv->backward_weight(lane, a.x, a.dy, a.dweight, a.dbias); };
+            },
+            [=](const bound::FcForward& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    fc->forward(lane, a.x, a.weight, a.bias, a.y, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::FcBackwardData& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    fc->backward_data(lane, a.dy, a.weight, a.dx, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::FcBackwardWeight& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx&) { fc->backward_weight(lane, a.x, a.dy, a.dweight, a.dbias); };
+            },
+            [](const bound::BnForward& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx&) {
+                    cuda::batch_norm_forward_training(lane, a.layer, a.x, a.gamma, a.beta, a.y, a.saved_mean,
+                                                      a.saved_inv_std, a.running_mean, a.running_var);
+                };
+            },
+            [](const bound::BnBackwardData& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx&) {
+                    cuda::batch_norm_backward_data(lane, a.layer, a.x, a.dy, a.gamma, a.saved_mean, a.saved_inv_std,
+                                                   a.dx);
+                };
+            },
+            [](const bound::BnBackwardWeight& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx&) {
+                    cuda::batch_norm_backward_weight(lane, a.layer, a.x, a.dy, a.saved_mean, a.saved_inv_std,
+                                                     a.dgamma, a.dbeta);
+                };
+            },
+            [=](const bound::ReluForward& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    cuda::relu_forward(lane, a.layer, a.x, a.y, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::ReluBackward& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    cuda::relu_backward_data(lane, a.layer, a.y, a.dy, a.dx, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::PoolForward& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) { pool->forward(lane, a.x, a.y, op_images(ctx, batch)); };
+            },
+            [=](const bound::PoolBackward& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    pool->backward_data(lane, a.x, a.y, a.dy, a.dx, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::LrnForward& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) { lrn->forward(lane, a.x, a.y, op_images(ctx, batch)); };
+            },
+            [=](const bound::LrnBackward& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    lrn->backward_data(lane, a.x, a.y, a.dy, a.dx, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::DropoutForward& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    cuda::dropout_forward(lane, a.layer, a.seed, a.id, a.step, a.x, a.y, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::DropoutBackward& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    cuda::dropout_backward_data(lane, a.layer, a.seed, a.id, a.step, a.dy, a.dx, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::AddForward& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    cuda::add_forward(lane, a.layer, a.a, a.b, a.y, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::LossForward& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    cuda::softmax_loss_forward(lane, a.layer, a.logits, a.labels, a.probabilities, a.per_image_loss,
+                                               op_images(ctx, batch));
+                };
+            },
+            [](const bound::LossSum& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx&) { cuda::softmax_loss_sum(lane, a.layer, a.per_image_loss, a.loss); };
+            },
+            [=](const bound::LossBackward& a) -> CudaBody {
+                return [=](Lane& lane, const Ctx& ctx) {
+                    cuda::softmax_loss_backward_data(lane, a.layer, a.probabilities, a.labels, a.dx,
+                                                     op_images(ctx, batch));
+                };
+            },
+        },
+        op.args);
 }
 
 WeightSnapshot snapshot_weights(const CudaModel& model) {

@@ -85,7 +85,6 @@ public:
 
 private:
     CudaBody make_body(OpId op);
-    CudaBody make_layer_body(LayerId layer, OpRole role);
 
     const TrainingGraph& graph_;
     CudaModelOptions options_;

@@ -17,6 +17,7 @@
 #include "braid/planner/strategies/serial.hpp"
 #include "braid/profiler/cuda/profile_executor.hpp"
 #include "cuda/cuda_model.hpp"
+#include "train/training_loop.hpp"
 
 namespace braid::samples {
 
@@ -181,30 +182,21 @@ int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const
 
     CudaTrainer trainer(graph, plan, run);
     trainer.warm_up();
-    const std::uint32_t batch = graph.batch();
-    double steady_ms = 0.0;
-    for (std::uint32_t it = 1; it <= request.iterations; ++it) {
-        const double ms = trainer.iterate();
-        if (it > 1 || request.iterations == 1) steady_ms += ms;
-        fmt::print("iteration {:>{}}/{}  loss {:.6f}  {:.2f} ms  {:.1f} images/s\n", it,
-                   std::to_string(request.iterations).size(), request.iterations, trainer.loss(), ms,
-                   batch / (ms * 1e-3));
-        std::fflush(stdout);
-    }
-    const std::uint32_t timed = request.iterations > 1 ? request.iterations - 1 : 1;
-    fmt::print("mean over iteration{} {}: {:.2f} ms per iteration, {:.1f} images/s ({}, {} lanes)\n",
-               timed > 1 ? "s" : "",
-               request.iterations > 1 ? fmt::format("2..{}", request.iterations) : std::string("1"),
-               steady_ms / timed, batch * timed / (steady_ms * 1e-3), trainer.launch_summary(), trainer.lanes_used());
-
-    if (!request.check) return 0;
-    const braid::Plan serial = braid::strategy::serial(graph.graph, plan.device);
-    CudaTrainer reference(graph, serial, run);
-    reference.warm_up();
-    for (std::uint32_t it = 0; it < request.iterations; ++it) (void)reference.iterate();
-    const WeightComparison cmp = compare_weights(trainer.weights(), reference.weights());
-    fmt::print("check against a serial run: {}\n", cmp.describe());
-    return cmp.identical ? 0 : 1;
+    TrainingLoop loop;
+    loop.iterations = request.iterations;
+    loop.batch = graph.batch();
+    loop.ms_decimals = 2;
+    loop.iterate_ms = [&] { return trainer.iterate(); };
+    loop.loss = [&] { return trainer.loss(); };
+    loop.mean_note = [&] { return fmt::format(" ({}, {} lanes)", trainer.launch_summary(), trainer.lanes_used()); };
+    if (request.check)
+        loop.check = [&] {
+            CudaTrainer reference(graph, braid::strategy::serial(graph.graph, plan.device), run);
+            reference.warm_up();
+            for (std::uint32_t it = 0; it < request.iterations; ++it) (void)reference.iterate();
+            return compare_weights(trainer.weights(), reference.weights());
+        };
+    return run_training_loop(loop);
 }
 
 TrainingProfile profile_cuda_training(const TrainingGraph& graph, const TrainingProfileRequest& request,

@@ -167,6 +167,26 @@ BRAID_SAMPLES_HOST_DEVICE inline void gradient_sum_unit(const GradientPartials& 
     store_floats<V>(total.data + unit_offset(u, g.units_per_image, g.images, total.image_stride, V), acc);
 }
 
+// ------------------------------------------------------------ batch norm
+
+struct ChannelMoments {
+    double mean, variance;
+};
+
+// A channel's mean and (biased) variance from one pass: the sums of
+// d = x - shift and of d*d over `count` values, shift being one of the
+// channel's own values. With the shift inside the data, E[d*d] - E[d]^2
+// cancels only as many digits as the mean lies standard deviations from
+// the shift, so in double it keeps what the reference's two passes keep
+// (Chan, Golub & LeVeque, "Algorithms for computing the sample variance",
+// 1983, the shifted-data form).
+BRAID_SAMPLES_HOST_DEVICE inline ChannelMoments channel_moments(double shift, double sum, double squares,
+                                                                 double count) {
+    const double m = sum / count;
+    const double v = squares / count - m * m;
+    return {shift + m, v > 0.0 ? v : 0.0};
+}
+
 // ------------------------------------------------------------ pooling
 
 struct PoolWindow {

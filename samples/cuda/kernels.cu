@@ -147,35 +147,43 @@ __global__ void channel_sum_partials(ConstDeviceImages x, double* partials) {
     if (threadIdx.x == 0) partials[std::uint64_t{c} * gridDim.x + blockIdx.x] = s;
 }
 
-__global__ void channel_squares_partials(ConstDeviceImages x, const double* sums, double* partials) {
+// One pass over channel c's slice: sums of d and d*d, d = x - x[0, c, 0]
+// in double (the shifted-data form of the variance, see channel_moments).
+__global__ void channel_moments_partials(ConstDeviceImages x, double* sums, double* squares) {
     __shared__ double shared[threads];
-    __shared__ double mean;
     const std::uint32_t c = blockIdx.y;
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
-    const double count = static_cast<double>(x.images) * static_cast<double>(plane);
-    if (threadIdx.x == 0) mean = ordered_sum(sums + std::uint64_t{c} * gridDim.x, gridDim.x) / count;
-    __syncthreads();
-    double s = 0.0;
+    const double shift = static_cast<double>(x.data[std::uint64_t{c} * plane]);
+    double s = 0.0, q = 0.0;
     for (SliceWalk it(std::uint64_t{x.images} * plane, plane); it.valid(); it.next()) {
-        const double d = static_cast<double>(x.data[it.at(x.image_stride, c)]) - mean;
-        s += d * d;
+        const double d = static_cast<double>(x.data[it.at(x.image_stride, c)]) - shift;
+        s += d;
+        q += d * d;
     }
     s = block_sum(s, shared);
-    if (threadIdx.x == 0) partials[std::uint64_t{c} * gridDim.x + blockIdx.x] = s;
+    q = block_sum(q, shared);
+    if (threadIdx.x == 0) {
+        sums[std::uint64_t{c} * gridDim.x + blockIdx.x] = s;
+        squares[std::uint64_t{c} * gridDim.x + blockIdx.x] = q;
+    }
 }
 
-__global__ void batch_norm_statistics(BatchNormArgs a, std::uint32_t channels, std::uint32_t slices, double count,
-                                      const double* sums, const double* squares, float* saved_mean,
-                                      float* saved_inv_std, float* running_mean, float* running_var) {
+__global__ void batch_norm_statistics(BatchNormArgs a, ConstDeviceImages x, std::uint32_t slices, const double* sums,
+                                      const double* squares, float* saved_mean, float* saved_inv_std,
+                                      float* running_mean, float* running_var) {
     const std::uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= channels) return;
-    const double mean = ordered_sum(sums + std::uint64_t{c} * slices, slices) / count;
-    const double var = ordered_sum(squares + std::uint64_t{c} * slices, slices) / count;
-    saved_mean[c] = static_cast<float>(mean);
-    saved_inv_std[c] = static_cast<float>(1.0 / sqrt(var + static_cast<double>(a.epsilon)));
+    if (c >= x.c) return;
+    const std::uint64_t plane = std::uint64_t{x.h} * x.w;
+    const double count = static_cast<double>(x.images) * static_cast<double>(plane);
+    const ChannelMoments m =
+        channel_moments(static_cast<double>(x.data[std::uint64_t{c} * plane]),
+                        ordered_sum(sums + std::uint64_t{c} * slices, slices),
+                        ordered_sum(squares + std::uint64_t{c} * slices, slices), count);
+    saved_mean[c] = static_cast<float>(m.mean);
+    saved_inv_std[c] = static_cast<float>(1.0 / sqrt(m.variance + static_cast<double>(a.epsilon)));
     const double momentum = a.momentum;
-    const double unbiased = count > 1.0 ? var * count / (count - 1.0) : var;
-    running_mean[c] = static_cast<float>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * mean);
+    const double unbiased = count > 1.0 ? m.variance * count / (count - 1.0) : m.variance;
+    running_mean[c] = static_cast<float>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * m.mean);
     running_var[c] = static_cast<float>((1.0 - momentum) * static_cast<double>(running_var[c]) + momentum * unbiased);
 }
 
@@ -481,11 +489,9 @@ cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages 
     const dim3 grid(s, x.c);
     double* sums = scratch;
     double* squares = scratch + std::size_t{x.c} * s;
-    const double count = static_cast<double>(x.images) * x.h * x.w;
-    channel_sum_partials<<<grid, threads, 0, stream>>>(x, sums);
-    channel_squares_partials<<<grid, threads, 0, stream>>>(x, sums, squares);
-    batch_norm_statistics<<<(x.c + 127) / 128, 128, 0, stream>>>(a, x.c, s, count, sums, squares, saved_mean,
-                                                                  saved_inv_std, running_mean, running_var);
+    channel_moments_partials<<<grid, threads, 0, stream>>>(x, sums, squares);
+    batch_norm_statistics<<<(x.c + 127) / 128, 128, 0, stream>>>(a, x, s, sums, squares, saved_mean, saved_inv_std,
+                                                                  running_mean, running_var);
     batch_norm_normalize<<<grid, threads, 0, stream>>>(x, gamma, beta, saved_mean, saved_inv_std, y);
     return launched();
 }

@@ -291,17 +291,22 @@ bool cudnn_pooling_fits(const Pool2d& layer) {
            pooled_size(layer.in.w, layer.kernel_w, layer.stride, layer.pad, false) == layer.out.w;
 }
 
+PoolArgs pool_args(const Pool2d& layer) {
+    PoolArgs a;
+    a.max = layer.config.mode == PoolMode::max;
+    a.kernel_h = layer.kernel_h;
+    a.kernel_w = layer.kernel_w;
+    a.stride = layer.stride;
+    a.pad = layer.pad;
+    a.in_h = layer.in.h;
+    a.in_w = layer.in.w;
+    a.out_h = layer.out.h;
+    a.out_w = layer.out.w;
+    return a;
+}
+
 CudaPool::CudaPool(std::string name, const Pool2d& layer, const LayerOptions& options, bool use_cudnn)
-    : name_(std::move(name)), layer_(layer), options_(options) {
-    args_.max = layer.config.mode == PoolMode::max;
-    args_.kernel_h = layer.kernel_h;
-    args_.kernel_w = layer.kernel_w;
-    args_.stride = layer.stride;
-    args_.pad = layer.pad;
-    args_.in_h = layer.in.h;
-    args_.in_w = layer.in.w;
-    args_.out_h = layer.out.h;
-    args_.out_w = layer.out.w;
+    : name_(std::move(name)), layer_(layer), options_(options), args_(pool_args(layer)) {
     if (!use_cudnn || !cudnn_pooling_fits(layer)) return;
     cudnnPoolingDescriptor_t d = nullptr;
     braid::cuda::check(cudnnCreatePoolingDescriptor(&d), "cudnnCreatePoolingDescriptor");

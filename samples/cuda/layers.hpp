@@ -140,6 +140,9 @@ private:
     DescriptorCache tensors_;
 };
 
+// The own pooling kernels' description of `layer`.
+PoolArgs pool_args(const Pool2d& layer);
+
 // Whether cuDNN's pooling (floor rounding, count_include_pad) computes `layer` exactly.
 bool cudnn_pooling_fits(const Pool2d& layer);
 

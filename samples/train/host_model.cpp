@@ -9,6 +9,7 @@
 #include "nn/counter_hash.hpp"
 #include "nn/gradient_sum.hpp"
 #include "train/initial_values.hpp"
+#include "train/op_binding.hpp"
 #include "train/synthetic_data.hpp"
 
 namespace braid::samples {
@@ -16,11 +17,6 @@ namespace braid::samples {
 namespace {
 
 constexpr std::size_t alignment_bytes = 64;
-
-ImageRange images_of(const braid::OpContext& ctx, std::uint32_t batch) {
-    if (ctx.batch_end > ctx.batch_begin) return ImageRange{ctx.batch_begin, ctx.batch_end};
-    return ImageRange{0, batch};
-}
 
 std::string format_value(double v) {
     std::ostringstream s;
@@ -102,247 +98,127 @@ std::vector<std::pair<std::string, double>> HostModel::losses() const {
 }
 
 HostBody HostModel::make_body(OpId id) {
-    const OpInfo& info = graph_.ops[id];
     const std::uint32_t batch = graph_.batch();
-    switch (info.role) {
-        case OpRole::data: {
-            const TensorView<float> images = tensor(graph_.images);
-            std::int32_t* labels = data<std::int32_t>(graph_.labels);
-            const std::uint64_t* step = data<std::uint64_t>(graph_.step);
-            const std::uint64_t seed = graph_.seed, period = graph_.data_batches;
-            const std::uint32_t classes = graph_.network.classes();
-            return [=](const braid::OpContext& ctx) {
-                const std::uint64_t data_iteration = period == 0 ? *step : *step % period;
-                synthetic_batch(seed, classes, data_iteration, images, labels, images_of(ctx, batch));
-            };
-        }
-        case OpRole::advance_step: {
-            std::uint64_t* step = data<std::uint64_t>(graph_.step);
-            return [step](const braid::OpContext&) { ++*step; };
-        }
-        case OpRole::gradient_sum: {
-            const GradientSum& s = graph_.gradient_sums.at(*info.gradient_sum);
-            std::vector<TensorView<const float>> partials;
-            for (BufferId p : s.partials) partials.push_back(tensor(p));
-            const TensorView<float> total = tensor(s.total);
-            return [=](const braid::OpContext& ctx) {
-                gradient_sum<float>(partials, total, images_of(ctx, batch));
-            };
-        }
-        default: return make_layer_body(*info.layer, info.role);
-    }
-}
-
-HostBody HostModel::make_layer_body(LayerId l, OpRole role) {
-    const LayerSpec& spec = graph_.network.layer(l).spec;
-    const LayerBuffers& b = graph_.layers[l];
-    const std::uint32_t batch = graph_.batch();
-    const auto view = [&](BufferId id) { return tensor(id); };
-    const auto cview = [&](BufferId id) { return TensorView<const float>(tensor(id)); };
-    const auto ptr = [&](BufferId id) { return data<float>(id); };
-    const auto opt_ptr = [&](std::size_t i, const std::vector<BufferId>& v) -> float* {
-        return i < v.size() ? data<float>(v[i]) : nullptr;
-    };
-    // dx of input 0 (the only input whose gradient a backward op writes).
-    const auto dx_view = [&]() { return view(b.input_gradients.at(0).value()); };
-
-    if (role == OpRole::update) {
-        std::vector<float*> params, grads, momentum;
-        std::vector<std::uint64_t> sizes;
-        std::vector<bool> decay;
-        const std::vector<ParamSpec> specs = parameters_of(spec);
-        for (std::size_t i = 0; i < specs.size(); ++i) {
-            params.push_back(ptr(b.params[i]));
-            grads.push_back(ptr(b.param_gradients[i]));
-            momentum.push_back(ptr(b.momentum[i]));
-            sizes.push_back(specs[i].elements());
-            decay.push_back(specs[i].weight_decay);
-        }
-        const SgdConfig sgd = graph_.optimizer;
-        return [=](const braid::OpContext&) {
-            for (std::size_t i = 0; i < params.size(); ++i)
-                sgd_momentum_update<float>(sgd, params[i], grads[i], momentum[i], sizes[i], decay[i]);
-        };
-    }
-
-    if (const auto* conv = std::get_if<Conv2d>(&spec)) {
-        const Conv2d c = *conv;
-        if (role == OpRole::forward) {
-            const auto x = cview(b.inputs[0]);
-            const auto y = view(b.output);
-            const float* w = ptr(b.params[0]);
-            const float* bias = opt_ptr(1, b.params);
-            return [=](const braid::OpContext& ctx) { conv_forward<float>(c, x, w, bias, y, images_of(ctx, batch)); };
-        }
-        if (role == OpRole::backward_data) {
-            const auto dy = cview(*b.output_gradient);
-            const float* w = ptr(b.params[0]);
-            const auto dx = dx_view();
-            return [=](const braid::OpContext& ctx) { conv_backward_data<float>(c, dy, w, dx, images_of(ctx, batch)); };
-        }
-        if (role == OpRole::backward_weight) {
-            const auto x = cview(b.inputs[0]);
-            const auto dy = cview(*b.output_gradient);
-            float* dw = ptr(b.param_gradients[0]);
-            float* db = opt_ptr(1, b.param_gradients);
-            return [=](const braid::OpContext&) { conv_backward_weight<float>(c, x, dy, dw, db); };
-        }
-    }
-    if (const auto* bn = std::get_if<BatchNorm2d>(&spec)) {
-        const BatchNorm2d n = *bn;
-        const float* gamma = ptr(b.params[0]);
-        float* saved_mean = ptr(b.aux[BatchNorm2d::saved_mean]);
-        float* saved_inv_std = ptr(b.aux[BatchNorm2d::saved_inv_std]);
-        const auto x = cview(b.inputs[0]);
-        if (role == OpRole::forward) {
-            const float* beta = ptr(b.params[1]);
-            const auto y = view(b.output);
-            float* running_mean = ptr(b.aux[BatchNorm2d::running_mean]);
-            float* running_var = ptr(b.aux[BatchNorm2d::running_var]);
-            return [=](const braid::OpContext&) {
-                batch_norm_forward_training<float>(n, x, gamma, beta, y, saved_mean, saved_inv_std, running_mean,
-                                                   running_var);
-            };
-        }
-        const auto dy = cview(*b.output_gradient);
-        if (role == OpRole::backward_data) {
-            const auto dx = dx_view();
-            return [=](const braid::OpContext&) {
-                batch_norm_backward_data<float>(n, x, dy, gamma, saved_mean, saved_inv_std, dx);
-            };
-        }
-        if (role == OpRole::backward_weight) {
-            float* dgamma = ptr(b.param_gradients[0]);
-            float* dbeta = ptr(b.param_gradients[1]);
-            return [=](const braid::OpContext&) {
-                batch_norm_backward_weight<float>(n, x, dy, saved_mean, saved_inv_std, dgamma, dbeta);
-            };
-        }
-    }
-    if (const auto* relu = std::get_if<Relu>(&spec)) {
-        const Relu r = *relu;
-        if (role == OpRole::forward) {
-            const auto x = cview(b.inputs[0]);
-            const auto y = view(b.output);
-            return [=](const braid::OpContext& ctx) { relu_forward<float>(r, x, y, images_of(ctx, batch)); };
-        }
-        if (role == OpRole::backward_data) {
-            const auto y = cview(b.output);
-            const auto dy = cview(*b.output_gradient);
-            const auto dx = dx_view();
-            return [=](const braid::OpContext& ctx) { relu_backward_data<float>(r, y, dy, dx, images_of(ctx, batch)); };
-        }
-    }
-    if (const auto* pool = std::get_if<Pool2d>(&spec)) {
-        const Pool2d p = *pool;
-        const auto x = cview(b.inputs[0]);
-        const auto y = view(b.output);
-        if (role == OpRole::forward)
-            return [=](const braid::OpContext& ctx) { pool_forward<float>(p, x, y, images_of(ctx, batch)); };
-        if (role == OpRole::backward_data) {
-            const auto dy = cview(*b.output_gradient);
-            const auto dx = dx_view();
-            // Average pooling reads dy alone; its op declares no x or y.
-            const TensorView<const float> x_read = p.config.mode == PoolMode::max ? x : TensorView<const float>{};
-            const TensorView<const float> y_read =
-                p.config.mode == PoolMode::max ? TensorView<const float>(y) : TensorView<const float>{};
-            return [=](const braid::OpContext& ctx) {
-                pool_backward_data<float>(p, x_read, y_read, dy, dx, images_of(ctx, batch));
-            };
-        }
-    }
-    if (const auto* lrn = std::get_if<Lrn>(&spec)) {
-        const Lrn n = *lrn;
-        const auto x = cview(b.inputs[0]);
-        const auto y = view(b.output);
-        if (role == OpRole::forward)
-            return [=](const braid::OpContext& ctx) { lrn_forward<float>(n, x, y, images_of(ctx, batch)); };
-        if (role == OpRole::backward_data) {
-            const auto dy = cview(*b.output_gradient);
-            const auto dx = dx_view();
-            return [=](const braid::OpContext& ctx) {
-                lrn_backward_data<float>(n, x, TensorView<const float>(y), dy, dx, images_of(ctx, batch));
-            };
-        }
-    }
-    if (const auto* fc = std::get_if<FullyConnected>(&spec)) {
-        const FullyConnected f = *fc;
-        if (role == OpRole::forward) {
-            const auto x = cview(b.inputs[0]);
-            const auto y = view(b.output);
-            const float* w = ptr(b.params[0]);
-            const float* bias = opt_ptr(1, b.params);
-            return [=](const braid::OpContext& ctx) {
-                fully_connected_forward<float>(f, x, w, bias, y, images_of(ctx, batch));
-            };
-        }
-        if (role == OpRole::backward_data) {
-            const auto dy = cview(*b.output_gradient);
-            const float* w = ptr(b.params[0]);
-            const auto dx = dx_view();
-            return [=](const braid::OpContext& ctx) {
-                fully_connected_backward_data<float>(f, dy, w, dx, images_of(ctx, batch));
-            };
-        }
-        if (role == OpRole::backward_weight) {
-            const auto x = cview(b.inputs[0]);
-            const auto dy = cview(*b.output_gradient);
-            float* dw = ptr(b.param_gradients[0]);
-            float* db = opt_ptr(1, b.param_gradients);
-            return [=](const braid::OpContext&) { fully_connected_backward_weight<float>(f, x, dy, dw, db); };
-        }
-    }
-    if (const auto* drop = std::get_if<Dropout>(&spec)) {
-        const Dropout d = *drop;
-        const std::uint64_t* step = data<std::uint64_t>(graph_.step);
-        const std::uint64_t seed = graph_.seed;
-        const auto key = [=] { return DropoutKey{seed, l, *step}; };
-        if (role == OpRole::forward) {
-            const auto x = cview(b.inputs[0]);
-            const auto y = view(b.output);
-            return [=](const braid::OpContext& ctx) { dropout_forward<float>(d, key(), x, y, images_of(ctx, batch)); };
-        }
-        if (role == OpRole::backward_data) {
-            const auto dy = cview(*b.output_gradient);
-            const auto dx = dx_view();
-            return [=](const braid::OpContext& ctx) {
-                dropout_backward_data<float>(d, key(), dy, dx, images_of(ctx, batch));
-            };
-        }
-    }
-    if (const auto* add = std::get_if<Add>(&spec)) {
-        const Add a = *add;
-        if (role == OpRole::forward) {
-            const auto x0 = cview(b.inputs[0]);
-            const auto x1 = cview(b.inputs[1]);
-            const auto y = view(b.output);
-            return [=](const braid::OpContext& ctx) { add_forward<float>(a, x0, x1, y, images_of(ctx, batch)); };
-        }
-    }
-    if (const auto* loss = std::get_if<SoftmaxCrossEntropy>(&spec)) {
-        const SoftmaxCrossEntropy s = *loss;
-        const std::int32_t* labels = data<std::int32_t>(graph_.labels);
-        float* per_image = ptr(b.aux[SoftmaxCrossEntropy::per_image_loss]);
-        const auto probs = view(b.output);
-        if (role == OpRole::forward) {
-            const auto logits = cview(b.inputs[0]);
-            return [=](const braid::OpContext& ctx) {
-                softmax_loss_forward<float>(s, logits, labels, probs, per_image, images_of(ctx, batch));
-            };
-        }
-        if (role == OpRole::loss_sum) {
-            float* total = ptr(b.aux[SoftmaxCrossEntropy::loss]);
-            return [=](const braid::OpContext&) { softmax_loss_sum<float>(s, per_image, total); };
-        }
-        if (role == OpRole::backward_data) {
-            const auto dx = dx_view();
-            return [=](const braid::OpContext& ctx) {
-                softmax_loss_backward_data<float>(s, TensorView<const float>(probs), labels, dx, images_of(ctx, batch));
-            };
-        }
-    }
-    throw braid::GraphError("no host body for the " + std::string(to_string(role)) + " op of layer '" +
-                            graph_.network.layer(l).name + "'");
+    const BoundOp op = bind_op(graph_, id, [this](BufferId root) { return roots_.at(root).get(); });
+    using Ctx = braid::OpContext;
+    // Each record's reference layer call; splittable ops take the context's images.
+    return std::visit(
+        Overloaded{
+            [=](const bound::Data& a) -> HostBody {
+                return [=](const Ctx& ctx) {
+                    const std::uint64_t iteration = a.data_batches == 0 ? *a.step : *a.step % a.data_batches;
+                    synthetic_batch(a.seed, a.classes, iteration, a.images, a.labels, op_images(ctx, batch));
+                };
+            },
+            [](const bound::AdvanceStep& a) -> HostBody { return [=](const Ctx&) { ++*a.step; }; },
+            [=](const bound::GradientSum& a) -> HostBody {
+                return [=](const Ctx& ctx) { gradient_sum<float>(a.partials, a.total, op_images(ctx, batch)); };
+            },
+            [](const bound::Update& a) -> HostBody {
+                return [=](const Ctx&) {
+                    for (const bound::SgdTensor& t : a.tensors)
+                        sgd_momentum_update<float>(a.sgd, t.param, t.grad, t.momentum, t.elements, t.decay);
+                };
+            },
+            [=](const bound::ConvForward& a) -> HostBody {
+                return [=](const Ctx& ctx) {
+                    conv_forward<float>(a.layer, a.x, a.weight, a.bias, a.y, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::ConvBackwardData& a) -> HostBody {
+                return [=](const Ctx& ctx) {
+                    conv_backward_data<float>(a.layer, a.dy, a.weight, a.dx, op_images(ctx, batch));
+                };
+            },
+            [](const bound::ConvBackwardWeight& a) -> HostBody {
+                return [=](const Ctx&) { conv_backward_weight<float>(a.layer, a.x, a.dy, a.dweight, a.dbias); };
+            },
+            [=](const bound::FcForward& a) -> HostBody {
+                return [=](const Ctx& ctx) {
+                    fully_connected_forward<float>(a.layer, a.x, a.weight, a.bias, a.y, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::FcBackwardData& a) -> HostBody {
+                return [=](const Ctx& ctx) {
+                    fully_connected_backward_data<float>(a.layer, a.dy, a.weight, a.dx, op_images(ctx, batch));
+                };
+            },
+            [](const bound::FcBackwardWeight& a) -> HostBody {
+                return [=](const Ctx&) {
+                    fully_connected_backward_weight<float>(a.layer, a.x, a.dy, a.dweight, a.dbias);
+                };
+            },
+            [](const bound::BnForward& a) -> HostBody {
+                return [=](const Ctx&) {
+                    batch_norm_forward_training<float>(a.layer, a.x, a.gamma, a.beta, a.y, a.saved_mean,
+                                                       a.saved_inv_std, a.running_mean, a.running_var);
+                };
+            },
+            [](const bound::BnBackwardData& a) -> HostBody {
+                return [=](const Ctx&) {
+                    batch_norm_backward_data<float>(a.layer, a.x, a.dy, a.gamma, a.saved_mean, a.saved_inv_std, a.dx);
+                };
+            },
+            [](const bound::BnBackwardWeight& a) -> HostBody {
+                return [=](const Ctx&) {
+                    batch_norm_backward_weight<float>(a.layer, a.x, a.dy, a.saved_mean, a.saved_inv_std, a.dgamma,
+                                                      a.dbeta);
+                };
+            },
+            [=](const bound::ReluForward& a) -> HostBody {
+                return [=](const Ctx& ctx) { relu_forward<float>(a.layer, a.x, a.y, op_images(ctx, batch)); };
+            },
+            [=](const bound::ReluBackward& a) -> HostBody {
+                return [=](const Ctx& ctx) {
+                    relu_backward_data<float>(a.layer, a.y, a.dy, a.dx, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::PoolForward& a) -> HostBody {
+                return [=](const Ctx& ctx) { pool_forward<float>(a.layer, a.x, a.y, op_images(ctx, batch)); };
+            },
+            [=](const bound::PoolBackward& a) -> HostBody {
+                return [=](const Ctx& ctx) {
+                    pool_backward_data<float>(a.layer, a.x, a.y, a.dy, a.dx, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::LrnForward& a) -> HostBody {
+                return [=](const Ctx& ctx) { lrn_forward<float>(a.layer, a.x, a.y, op_images(ctx, batch)); };
+            },
+            [=](const bound::LrnBackward& a) -> HostBody {
+                return [=](const Ctx& ctx) {
+                    lrn_backward_data<float>(a.layer, a.x, a.y, a.dy, a.dx, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::DropoutForward& a) -> HostBody {
+                return [=](const Ctx& ctx) {
+                    dropout_forward<float>(a.layer, DropoutKey{a.seed, a.id, *a.step}, a.x, a.y, op_images(ctx, batch));
+                };
+            },
+            [=](const bound::DropoutBackward& a) -> HostBody {
+                return [=](const Ctx& ctx) {
+                    dropout_backward_data<float>(a.layer, DropoutKey{a.seed, a.id, *a.step}, a.dy, a.dx,
+                                                 op_images(ctx, batch));
+                };
+            },
+            [=](const bound::AddForward& a) -> HostBody {
+                return [=](const Ctx& ctx) { add_forward<float>(a.layer, a.a, a.b, a.y, op_images(ctx, batch)); };
+            },
+            [=](const bound::LossForward& a) -> HostBody {
+                return [=](const Ctx& ctx) {
+                    softmax_loss_forward<float>(a.layer, a.logits, a.labels, a.probabilities, a.per_image_loss,
+                                                op_images(ctx, batch));
+                };
+            },
+            [](const bound::LossSum& a) -> HostBody {
+                return [=](const Ctx&) { softmax_loss_sum<float>(a.layer, a.per_image_loss, a.loss); };
+            },
+            [=](const bound::LossBackward& a) -> HostBody {
+                return [=](const Ctx& ctx) {
+                    softmax_loss_backward_data<float>(a.layer, a.probabilities, a.labels, a.dx, op_images(ctx, batch));
+                };
+            },
+        },
+        op.args);
 }
 
 std::string WeightComparison::describe() const {

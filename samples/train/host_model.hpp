@@ -61,7 +61,6 @@ public:
 
 private:
     HostBody make_body(OpId op);
-    HostBody make_layer_body(LayerId layer, OpRole role);
 
     struct FreeBytes {
         void operator()(std::byte* p) const noexcept;

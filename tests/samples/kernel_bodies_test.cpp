@@ -6,6 +6,7 @@
 // The GPU runs the same bodies (test-gpu-samples checks them there).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -13,7 +14,9 @@
 #include <vector>
 
 #include "cuda/kernel_bodies.hpp"
+#include "cuda/layers.hpp"
 #include "nn/add.hpp"
+#include "nn/batch_norm.hpp"
 #include "nn/gradient_sum.hpp"
 #include "nn/pool.hpp"
 #include "nn/relu.hpp"
@@ -81,20 +84,6 @@ struct Slice {
         return DeviceImages{data.data() + offset, shape.n, shape.c, shape.h, shape.w, stride};
     }
 };
-
-PoolArgs pool_args(const Pool2d& l) {
-    PoolArgs a;
-    a.max = l.config.mode == PoolMode::max;
-    a.kernel_h = l.kernel_h;
-    a.kernel_w = l.kernel_w;
-    a.stride = l.stride;
-    a.pad = l.pad;
-    a.in_h = l.in.h;
-    a.in_w = l.in.w;
-    a.out_h = l.out.h;
-    a.out_w = l.out.w;
-    return a;
-}
 
 // The launch's loop, one thread after another.
 template <class F>
@@ -282,6 +271,58 @@ TEST_CASE("elementwise kernel bodies: ReLU, add and gradient sum over dense view
             run([&](auto w, std::uint64_t u) { gradient_sum_unit<decltype(w)::value>(p, g, vout, u); });
             CHECK(same_bits(out.dense(), grad));
             CHECK(out.untouched_outside(3.25f));
+        }
+    }
+}
+
+TEST_CASE("batch-norm moments in one shifted pass keep the two-pass reference's mean and variance, far from zero too") {
+    // A channel of values around `offset` with spread `spread`: the plain
+    // one-pass form E[x^2] - E[x]^2 would lose ~2*log10(offset/spread) digits.
+    struct Case {
+        double offset, spread;
+    };
+    for (const Case c : {Case{0.0, 1.0}, Case{1.0e3, 1.0e-2}, Case{-5.0e4, 3.0}, Case{1.0, 0.0}}) {
+        CAPTURE(c.offset);
+        CAPTURE(c.spread);
+        const Shape4 s{4, 2, 5, 3};
+        std::vector<float> x(s.elements());
+        std::mt19937 rng(5);
+        std::normal_distribution<double> d(0.0, 1.0);
+        for (float& v : x) v = static_cast<float>(c.offset + c.spread * d(rng));
+        const BatchNorm2d layer(s, {});
+        std::vector<float> gamma(s.c, 1.0f), beta(s.c, 0.0f), y(s.elements()), mean(s.c), inv_std(s.c),
+            running_mean(s.c, 0.0f), running_var(s.c, 1.0f);
+        batch_norm_forward_training<float>(layer, TensorView<const float>::dense(x.data(), s), gamma.data(),
+                                           beta.data(), TensorView<float>::dense(y.data(), s), mean.data(),
+                                           inv_std.data(), running_mean.data(), running_var.data());
+        for (std::uint32_t ch = 0; ch < s.c; ++ch) {
+            // The kernel's pass: slices of any split, added in order.
+            const double shift = x[ch * s.plane_elements()];
+            double sum = 0.0, squares = 0.0, two_pass_mean = 0.0;
+            for (std::uint32_t n = 0; n < s.n; ++n)
+                for (std::uint64_t i = 0; i < s.plane_elements(); ++i) {
+                    const double v = x[(n * s.c + ch) * s.plane_elements() + i];
+                    sum += v - shift;
+                    squares += (v - shift) * (v - shift);
+                    two_pass_mean += v;
+                }
+            const double count = static_cast<double>(s.n) * static_cast<double>(s.plane_elements());
+            const ChannelMoments m = channel_moments(shift, sum, squares, count);
+            two_pass_mean /= count;
+            double two_pass_var = 0.0;
+            for (std::uint32_t n = 0; n < s.n; ++n)
+                for (std::uint64_t i = 0; i < s.plane_elements(); ++i) {
+                    const double e = x[(n * s.c + ch) * s.plane_elements() + i] - two_pass_mean;
+                    two_pass_var += e * e;
+                }
+            two_pass_var /= count;
+            CHECK(std::abs(m.mean - two_pass_mean) <= 1e-12 * std::max(1.0, std::abs(two_pass_mean)));
+            CHECK(std::abs(m.variance - two_pass_var) <= 1e-9 * two_pass_var + 1e-300);
+            CHECK(m.variance >= 0.0);
+            // In float, what the layer saves: the same bits or one ulp away.
+            CHECK(std::abs(static_cast<float>(m.mean) - mean[ch]) <= std::abs(mean[ch]) * 1.2e-7f);
+            const float inv = static_cast<float>(1.0 / std::sqrt(m.variance + static_cast<double>(layer.config.epsilon)));
+            CHECK(std::abs(inv - inv_std[ch]) <= inv_std[ch] * 1.2e-7f);
         }
     }
 }
