@@ -167,6 +167,52 @@ BRAID_SAMPLES_HOST_DEVICE inline void gradient_sum_unit(const GradientPartials& 
     store_floats<V>(total.data + unit_offset(u, g.units_per_image, g.images, total.image_stride, V), acc);
 }
 
+// ------------------------------------------------------------ per-channel walks
+
+// The units (V floats of one plane) of channel c that thread `thread` of
+// slice `slice` (of `slices`) handles in the per-channel kernels: flat unit
+// indices j = n * units_per_plane + i in the slice's share [begin, end),
+// walked with a stride of `threads`. The partition depends on the shape
+// only, so every run and every lane adds the same values in the same order.
+template <int V>
+struct ChannelWalk {
+    std::uint64_t j = 0, end = 0, n = 0, i = 0, units_per_plane = 0, step = 0;
+
+    BRAID_SAMPLES_HOST_DEVICE ChannelWalk(std::uint32_t images, std::uint64_t plane, unsigned slice, unsigned slices,
+                                          unsigned thread, unsigned threads)
+        : units_per_plane(plane / V), step(threads) {
+        const std::uint64_t count = std::uint64_t{images} * units_per_plane;
+        const std::uint64_t per = (count + slices - 1) / slices;
+        const std::uint64_t begin = per * slice;
+        end = begin + per < count ? begin + per : count;
+        j = begin + thread;
+        n = quotient(j, units_per_plane);
+        i = j - n * units_per_plane;
+    }
+    BRAID_SAMPLES_HOST_DEVICE bool valid() const { return j < end; }
+    BRAID_SAMPLES_HOST_DEVICE void next() {
+        j += step;
+        i += step;
+        while (i >= units_per_plane) {
+            i -= units_per_plane;
+            ++n;
+        }
+    }
+    // The unit's first float in a view of `plane`-float planes.
+    BRAID_SAMPLES_HOST_DEVICE std::uint64_t at(std::uint64_t image_stride, std::uint32_t c, std::uint64_t plane) const {
+        return n * image_stride + std::uint64_t{c} * plane + i * V;
+    }
+};
+
+// 4 when every view allows 16-byte units and a plane holds whole units
+// (then every channel's plane starts on one too), else 1.
+inline int channel_vector_width(std::uint64_t plane, std::initializer_list<ConstDeviceImages> views) {
+    if (plane % 4 != 0) return 1;
+    for (const ConstDeviceImages& v : views)
+        if (!allows_vector4(v.data, v.images, v.image_stride)) return 1;
+    return 4;
+}
+
 // ------------------------------------------------------------ batch norm
 
 struct ChannelMoments {

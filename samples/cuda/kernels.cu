@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <type_traits>
 
 #include "cuda/kernel_bodies.hpp"
 
@@ -104,31 +105,11 @@ __device__ inline double block_sum(double v, double* shared) {
     return out;
 }
 
-// The elements of channel c handled by slice blockIdx.x: flat indices
-// j = n * HW + i in [begin, end), walked with a stride of blockDim.x.
-struct SliceWalk {
-    std::uint64_t j, end, n, i, hw;
-    __device__ SliceWalk(std::uint64_t count, std::uint64_t plane) : hw(plane) {
-        const std::uint64_t per = (count + gridDim.x - 1) / gridDim.x;
-        const std::uint64_t begin = per * blockIdx.x;
-        end = begin + per < count ? begin + per : count;
-        j = begin + threadIdx.x;
-        n = quotient(j, hw);
-        i = j - n * hw;
-    }
-    __device__ bool valid() const { return j < end; }
-    __device__ void next() {
-        j += blockDim.x;
-        i += blockDim.x;
-        while (i >= hw) {
-            i -= hw;
-            ++n;
-        }
-    }
-    __device__ std::uint64_t at(std::uint64_t image_stride, std::uint32_t c) const {
-        return n * image_stride + std::uint64_t{c} * hw + i;
-    }
-};
+// The walk of channel blockIdx.y's share that this thread handles.
+template <int V>
+__device__ inline ChannelWalk<V> channel_walk(ConstDeviceImages x) {
+    return ChannelWalk<V>(x.images, std::uint64_t{x.h} * x.w, blockIdx.x, gridDim.x, threadIdx.x, blockDim.x);
+}
 
 __device__ inline double ordered_sum(const double* partials, unsigned count) {
     double s = 0.0;
@@ -136,29 +117,36 @@ __device__ inline double ordered_sum(const double* partials, unsigned count) {
     return s;
 }
 
+template <int V>
 __global__ void channel_sum_partials(ConstDeviceImages x, double* partials) {
     __shared__ double shared[threads];
     const std::uint32_t c = blockIdx.y;
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
     double s = 0.0;
-    for (SliceWalk it(std::uint64_t{x.images} * plane, plane); it.valid(); it.next())
-        s += static_cast<double>(x.data[it.at(x.image_stride, c)]);
+    for (ChannelWalk<V> it = channel_walk<V>(x); it.valid(); it.next()) {
+        const Floats<V> v = load_floats<V>(x.data + it.at(x.image_stride, c, plane));
+        for (int k = 0; k < V; ++k) s += static_cast<double>(v.v[k]);
+    }
     s = block_sum(s, shared);
     if (threadIdx.x == 0) partials[std::uint64_t{c} * gridDim.x + blockIdx.x] = s;
 }
 
 // One pass over channel c's slice: sums of d and d*d, d = x - x[0, c, 0]
 // in double (the shifted-data form of the variance, see channel_moments).
+template <int V>
 __global__ void channel_moments_partials(ConstDeviceImages x, double* sums, double* squares) {
     __shared__ double shared[threads];
     const std::uint32_t c = blockIdx.y;
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
     const double shift = static_cast<double>(x.data[std::uint64_t{c} * plane]);
     double s = 0.0, q = 0.0;
-    for (SliceWalk it(std::uint64_t{x.images} * plane, plane); it.valid(); it.next()) {
-        const double d = static_cast<double>(x.data[it.at(x.image_stride, c)]) - shift;
-        s += d;
-        q += d * d;
+    for (ChannelWalk<V> it = channel_walk<V>(x); it.valid(); it.next()) {
+        const Floats<V> v = load_floats<V>(x.data + it.at(x.image_stride, c, plane));
+        for (int k = 0; k < V; ++k) {
+            const double d = static_cast<double>(v.v[k]) - shift;
+            s += d;
+            q += d * d;
+        }
     }
     s = block_sum(s, shared);
     q = block_sum(q, shared);
@@ -187,16 +175,21 @@ __global__ void batch_norm_statistics(BatchNormArgs a, ConstDeviceImages x, std:
     running_var[c] = static_cast<float>((1.0 - momentum) * static_cast<double>(running_var[c]) + momentum * unbiased);
 }
 
+template <int V>
 __global__ void batch_norm_normalize(ConstDeviceImages x, const float* gamma, const float* beta,
                                      const float* saved_mean, const float* saved_inv_std, DeviceImages y) {
     const std::uint32_t c = blockIdx.y;
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
     const float mean = saved_mean[c], inv_std = saved_inv_std[c], g = gamma[c], b = beta[c];
-    for (SliceWalk it(std::uint64_t{x.images} * plane, plane); it.valid(); it.next())
-        y.data[it.at(y.image_stride, c)] = g * ((x.data[it.at(x.image_stride, c)] - mean) * inv_std) + b;
+    for (ChannelWalk<V> it = channel_walk<V>(x); it.valid(); it.next()) {
+        Floats<V> v = load_floats<V>(x.data + it.at(x.image_stride, c, plane));
+        for (int k = 0; k < V; ++k) v.v[k] = g * ((v.v[k] - mean) * inv_std) + b;
+        store_floats<V>(y.data + it.at(y.image_stride, c, plane), v);
+    }
 }
 
 // sum(dy) and sum(dy * xhat) of channel c's slice; partials[0..C*S) and [C*S..2*C*S).
+template <int V>
 __global__ void batch_norm_backward_partials(ConstDeviceImages x, ConstDeviceImages dy, const float* saved_mean,
                                              const float* saved_inv_std, double* partials) {
     __shared__ double shared[threads];
@@ -204,11 +197,15 @@ __global__ void batch_norm_backward_partials(ConstDeviceImages x, ConstDeviceIma
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
     const float mean = saved_mean[c], inv_std = saved_inv_std[c];
     double s_dy = 0.0, s_dy_xhat = 0.0;
-    for (SliceWalk it(std::uint64_t{x.images} * plane, plane); it.valid(); it.next()) {
-        const float xhat = (x.data[it.at(x.image_stride, c)] - mean) * inv_std;
-        const double g = static_cast<double>(dy.data[it.at(dy.image_stride, c)]);
-        s_dy += g;
-        s_dy_xhat += g * static_cast<double>(xhat);
+    for (ChannelWalk<V> it = channel_walk<V>(x); it.valid(); it.next()) {
+        const Floats<V> xv = load_floats<V>(x.data + it.at(x.image_stride, c, plane));
+        const Floats<V> gv = load_floats<V>(dy.data + it.at(dy.image_stride, c, plane));
+        for (int k = 0; k < V; ++k) {
+            const float xhat = (xv.v[k] - mean) * inv_std;
+            const double g = static_cast<double>(gv.v[k]);
+            s_dy += g;
+            s_dy_xhat += g * static_cast<double>(xhat);
+        }
     }
     s_dy = block_sum(s_dy, shared);
     s_dy_xhat = block_sum(s_dy_xhat, shared);
@@ -219,6 +216,7 @@ __global__ void batch_norm_backward_partials(ConstDeviceImages x, ConstDeviceIma
     }
 }
 
+template <int V>
 __global__ void batch_norm_backward_dx(ConstDeviceImages x, ConstDeviceImages dy, const float* gamma,
                                        const float* saved_mean, const float* saved_inv_std, const double* partials,
                                        DeviceImages dx) {
@@ -235,10 +233,14 @@ __global__ void batch_norm_backward_dx(ConstDeviceImages x, ConstDeviceImages dy
     __syncthreads();
     const float mean = saved_mean[c], inv_std = saved_inv_std[c];
     const float scale = gamma[c] * inv_std;
-    for (SliceWalk it(std::uint64_t{x.images} * plane, plane); it.valid(); it.next()) {
-        const float xhat = (x.data[it.at(x.image_stride, c)] - mean) * inv_std;
-        dx.data[it.at(dx.image_stride, c)] =
-            scale * (dy.data[it.at(dy.image_stride, c)] - mean_dy - xhat * mean_dy_xhat);
+    for (ChannelWalk<V> it = channel_walk<V>(x); it.valid(); it.next()) {
+        const Floats<V> xv = load_floats<V>(x.data + it.at(x.image_stride, c, plane));
+        Floats<V> gv = load_floats<V>(dy.data + it.at(dy.image_stride, c, plane));
+        for (int k = 0; k < V; ++k) {
+            const float xhat = (xv.v[k] - mean) * inv_std;
+            gv.v[k] = scale * (gv.v[k] - mean_dy - xhat * mean_dy_xhat);
+        }
+        store_floats<V>(dx.data + it.at(dx.image_stride, c, plane), gv);
     }
 }
 
@@ -481,6 +483,17 @@ std::size_t channel_reduction_scratch_bytes(std::uint32_t images, std::uint32_t 
     return 2 * std::size_t{c} * channel_slices(images, h, w) * sizeof(double);
 }
 
+namespace {
+
+// Calls f(std::integral_constant<int, V>) for the width `v` (4 or 1).
+template <class F>
+void with_width(int v, F&& f) {
+    if (v == 4) f(std::integral_constant<int, 4>{});
+    else f(std::integral_constant<int, 1>{});
+}
+
+}  // namespace
+
 cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages x, const float* gamma,
                                       const float* beta, DeviceImages y, float* saved_mean, float* saved_inv_std,
                                       float* running_mean, float* running_var, double* scratch, cudaStream_t stream) {
@@ -489,10 +502,13 @@ cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages 
     const dim3 grid(s, x.c);
     double* sums = scratch;
     double* squares = scratch + std::size_t{x.c} * s;
-    channel_moments_partials<<<grid, threads, 0, stream>>>(x, sums, squares);
-    batch_norm_statistics<<<(x.c + 127) / 128, 128, 0, stream>>>(a, x, s, sums, squares, saved_mean, saved_inv_std,
-                                                                  running_mean, running_var);
-    batch_norm_normalize<<<grid, threads, 0, stream>>>(x, gamma, beta, saved_mean, saved_inv_std, y);
+    with_width(channel_vector_width(std::uint64_t{x.h} * x.w, {x, y}), [&](auto w) {
+        constexpr int V = decltype(w)::value;
+        channel_moments_partials<V><<<grid, threads, 0, stream>>>(x, sums, squares);
+        batch_norm_statistics<<<(x.c + 127) / 128, 128, 0, stream>>>(a, x, s, sums, squares, saved_mean,
+                                                                      saved_inv_std, running_mean, running_var);
+        batch_norm_normalize<V><<<grid, threads, 0, stream>>>(x, gamma, beta, saved_mean, saved_inv_std, y);
+    });
     return launched();
 }
 
@@ -501,8 +517,11 @@ cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImag
                                             double* scratch, cudaStream_t stream) {
     if (x.images == 0 || x.c == 0) return cudaSuccess;
     const dim3 grid(channel_slices(x.images, x.h, x.w), x.c);
-    batch_norm_backward_partials<<<grid, threads, 0, stream>>>(x, dy, saved_mean, saved_inv_std, scratch);
-    batch_norm_backward_dx<<<grid, threads, 0, stream>>>(x, dy, gamma, saved_mean, saved_inv_std, scratch, dx);
+    with_width(channel_vector_width(std::uint64_t{x.h} * x.w, {x, dy, dx}), [&](auto w) {
+        constexpr int V = decltype(w)::value;
+        batch_norm_backward_partials<V><<<grid, threads, 0, stream>>>(x, dy, saved_mean, saved_inv_std, scratch);
+        batch_norm_backward_dx<V><<<grid, threads, 0, stream>>>(x, dy, gamma, saved_mean, saved_inv_std, scratch, dx);
+    });
     return launched();
 }
 
@@ -511,7 +530,11 @@ cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceIm
                                               double* scratch, cudaStream_t stream) {
     if (x.images == 0 || x.c == 0) return cudaSuccess;
     const std::uint32_t s = channel_slices(x.images, x.h, x.w);
-    batch_norm_backward_partials<<<dim3(s, x.c), threads, 0, stream>>>(x, dy, saved_mean, saved_inv_std, scratch);
+    with_width(channel_vector_width(std::uint64_t{x.h} * x.w, {x, dy}), [&](auto w) {
+        constexpr int V = decltype(w)::value;
+        batch_norm_backward_partials<V>
+            <<<dim3(s, x.c), threads, 0, stream>>>(x, dy, saved_mean, saved_inv_std, scratch);
+    });
     batch_norm_weight_gradients<<<(x.c + 127) / 128, 128, 0, stream>>>(x.c, s, scratch, dgamma, dbeta);
     return launched();
 }
@@ -519,7 +542,10 @@ cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceIm
 cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch, cudaStream_t stream) {
     if (dy.images == 0 || dy.c == 0) return cudaSuccess;
     const std::uint32_t s = channel_slices(dy.images, dy.h, dy.w);
-    channel_sum_partials<<<dim3(s, dy.c), threads, 0, stream>>>(dy, scratch);
+    with_width(channel_vector_width(std::uint64_t{dy.h} * dy.w, {dy}), [&](auto w) {
+        constexpr int V = decltype(w)::value;
+        channel_sum_partials<V><<<dim3(s, dy.c), threads, 0, stream>>>(dy, scratch);
+    });
     channel_sum_finish<<<(dy.c + 127) / 128, 128, 0, stream>>>(dy.c, s, scratch, db);
     return launched();
 }

@@ -94,7 +94,8 @@ cudaError_t launch_pool_backward(const PoolArgs& p, ConstDeviceImages x, ConstDe
 // Deterministic two-level reductions over (image, pixel) of each channel:
 // `channel_slices` blocks per channel write partial sums in double to
 // scratch, then one thread per channel adds them in order. The partition
-// depends on the shape only, so every run and every lane gives the same bits.
+// (and the 16-byte width, from the views' alignment) depends on the views
+// only, so every run and every lane gives the same bits.
 std::uint32_t channel_slices(std::uint32_t images, std::uint32_t h, std::uint32_t w);
 // Scratch (bytes) the batch-norm and bias-gradient launches need.
 std::size_t channel_reduction_scratch_bytes(std::uint32_t images, std::uint32_t c, std::uint32_t h, std::uint32_t w);

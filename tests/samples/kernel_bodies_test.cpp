@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/kernel_bodies.hpp"
@@ -325,6 +326,52 @@ TEST_CASE("batch-norm moments in one shifted pass keep the two-pass reference's 
             CHECK(std::abs(inv - inv_std[ch]) <= inv_std[ch] * 1.2e-7f);
         }
     }
+}
+
+TEST_CASE("per-channel walks: every float of a channel once over the slices and threads, in both widths") {
+    struct Case {
+        std::uint32_t images, h, w;
+        unsigned threads;
+    };
+    for (const Case c : {Case{3, 7, 7, 256}, Case{2, 4, 4, 256}, Case{5, 6, 2, 7}, Case{1, 1, 1, 256}, Case{32, 56, 56, 256},
+                         Case{4, 28, 28, 32}}) {
+        CAPTURE(c.images);
+        CAPTURE(c.h);
+        CAPTURE(c.w);
+        const std::uint64_t plane = std::uint64_t{c.h} * c.w;
+        const std::uint32_t channels = 3;
+        const std::uint64_t stride = channels * plane + 4;  // a slice of a wider buffer
+        const unsigned slices = channel_slices(c.images, c.h, c.w);
+        for (const int v : {1, 4}) {
+            if (plane % static_cast<std::uint64_t>(v) != 0) continue;
+            CAPTURE(v);
+            for (std::uint32_t ch = 0; ch < channels; ++ch) {
+                std::vector<int> seen(c.images * stride, 0);
+                for (unsigned slice = 0; slice < slices; ++slice)
+                    for (unsigned t = 0; t < c.threads; ++t) {
+                        const auto walk = [&](auto w) {
+                            for (ChannelWalk<decltype(w)::value> it(c.images, plane, slice, slices, t, c.threads);
+                                 it.valid(); it.next())
+                                for (int k = 0; k < v; ++k) ++seen[it.at(stride, ch, plane) + static_cast<unsigned>(k)];
+                        };
+                        if (v == 4) walk(std::integral_constant<int, 4>{});
+                        else walk(std::integral_constant<int, 1>{});
+                    }
+                bool exactly_the_channel = true;
+                for (std::uint32_t n = 0; n < c.images; ++n)
+                    for (std::uint64_t k = 0; k < stride; ++k) {
+                        const bool in_channel = k >= ch * plane && k < (ch + 1) * plane;
+                        exactly_the_channel = exactly_the_channel && seen[n * stride + k] == (in_channel ? 1 : 0);
+                    }
+                CHECK(exactly_the_channel);
+            }
+        }
+    }
+    alignas(16) static float buffer[64];
+    CHECK(channel_vector_width(16, {ConstDeviceImages(buffer, 2, 1, 4, 4, 20)}) == 4);
+    CHECK(channel_vector_width(49, {ConstDeviceImages(buffer, 2, 1, 7, 7, 49)}) == 1);  // a 7x7 plane
+    CHECK(channel_vector_width(16, {ConstDeviceImages(buffer + 2, 2, 1, 4, 4, 20)}) == 1);
+    CHECK(channel_vector_width(16, {ConstDeviceImages(buffer, 2, 1, 4, 4, 18)}) == 1);
 }
 
 }  // TEST_SUITE
