@@ -368,6 +368,13 @@ struct UnitLaunch {
     int width;
 };
 
+// Calls f(std::integral_constant<int, V>) for the width `v` (4 or 1).
+template <class F>
+void with_width(int v, F&& f) {
+    if (v == 4) f(std::integral_constant<int, 4>{});
+    else f(std::integral_constant<int, 1>{});
+}
+
 UnitLaunch unit_launch(std::uint32_t images, std::uint64_t image_elements,
                        std::initializer_list<ConstDeviceImages> views) {
     const int v = vector_width(image_elements, views);
@@ -379,30 +386,27 @@ UnitLaunch unit_launch(std::uint32_t images, std::uint64_t image_elements,
 cudaError_t launch_relu_forward(ConstDeviceImages x, DeviceImages y, cudaStream_t stream) {
     const UnitLaunch l = unit_launch(x.images, x.image_elements(), {x, y});
     if (l.grid.units == 0) return cudaSuccess;
-    if (l.width == 4)
-        relu_forward_kernel<4><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, x, y);
-    else
-        relu_forward_kernel<1><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, x, y);
+    with_width(l.width, [&](auto w) {
+        relu_forward_kernel<decltype(w)::value><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, x, y);
+    });
     return launched();
 }
 
 cudaError_t launch_relu_backward(ConstDeviceImages y, ConstDeviceImages dy, DeviceImages dx, cudaStream_t stream) {
     const UnitLaunch l = unit_launch(y.images, y.image_elements(), {y, dy, dx});
     if (l.grid.units == 0) return cudaSuccess;
-    if (l.width == 4)
-        relu_backward_kernel<4><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, y, dy, dx);
-    else
-        relu_backward_kernel<1><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, y, dy, dx);
+    with_width(l.width, [&](auto w) {
+        relu_backward_kernel<decltype(w)::value><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, y, dy, dx);
+    });
     return launched();
 }
 
 cudaError_t launch_add(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, cudaStream_t stream) {
     const UnitLaunch l = unit_launch(a.images, a.image_elements(), {a, b, y});
     if (l.grid.units == 0) return cudaSuccess;
-    if (l.width == 4)
-        add_kernel<4><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, a, b, y);
-    else
-        add_kernel<1><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, a, b, y);
+    with_width(l.width, [&](auto w) {
+        add_kernel<decltype(w)::value><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, a, b, y);
+    });
     return launched();
 }
 
@@ -442,10 +446,9 @@ cudaError_t launch_gradient_sum(const ConstDeviceImages* partials, std::uint32_t
     }
     const UnitGrid g = unit_grid(total.images, total.image_elements(), width, flat);
     if (g.units == 0) return cudaSuccess;
-    if (width == 4)
-        gradient_sum_kernel<4><<<blocks_for(g.units), threads, 0, stream>>>(p, g, total);
-    else
-        gradient_sum_kernel<1><<<blocks_for(g.units), threads, 0, stream>>>(p, g, total);
+    with_width(width, [&](auto w) {
+        gradient_sum_kernel<decltype(w)::value><<<blocks_for(g.units), threads, 0, stream>>>(p, g, total);
+    });
     return launched();
 }
 
@@ -482,17 +485,6 @@ std::uint32_t channel_slices(std::uint32_t images, std::uint32_t h, std::uint32_
 std::size_t channel_reduction_scratch_bytes(std::uint32_t images, std::uint32_t c, std::uint32_t h, std::uint32_t w) {
     return 2 * std::size_t{c} * channel_slices(images, h, w) * sizeof(double);
 }
-
-namespace {
-
-// Calls f(std::integral_constant<int, V>) for the width `v` (4 or 1).
-template <class F>
-void with_width(int v, F&& f) {
-    if (v == 4) f(std::integral_constant<int, 4>{});
-    else f(std::integral_constant<int, 1>{});
-}
-
-}  // namespace
 
 cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages x, const float* gamma,
                                       const float* beta, DeviceImages y, float* saved_mean, float* saved_inv_std,
