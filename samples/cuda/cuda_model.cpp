@@ -174,10 +174,7 @@ CudaBody CudaModel::make_body(OpId id) {
                 };
             },
             [](const bound::Update& a) -> CudaBody {
-                std::vector<cuda::SgdTensorRef> tensors;
-                for (const bound::SgdTensor& t : a.tensors)
-                    tensors.push_back(cuda::SgdTensorRef{t.param, t.grad, t.momentum, t.elements, t.decay});
-                return [=, sgd = a.sgd](Lane& lane, const Ctx&) { cuda::sgd_momentum_update(lane, sgd, tensors); };
+                return [=](Lane& lane, const Ctx&) { cuda::sgd_momentum_update(lane, a.sgd, a.tensors); };
             },
             [=](const bound::ConvForward& a) -> CudaBody {
                 return [=](Lane& lane, const Ctx& ctx) {

@@ -198,13 +198,6 @@ void softmax_loss_backward_data(CudaLane& lane, const SoftmaxCrossEntropy& layer
 void gradient_sum(CudaLane& lane, std::span<const ConstDeviceView> partials, DeviceView total, ImageRange images);
 
 // One layer's update: every tensor with its gradient and momentum.
-struct SgdTensorRef {
-    float* param = nullptr;
-    const float* grad = nullptr;
-    float* momentum = nullptr;
-    std::uint64_t elements = 0;
-    bool decay = false;
-};
 void sgd_momentum_update(CudaLane& lane, const SgdConfig& config, std::span<const SgdTensorRef> tensors);
 
 // Images and labels of train/synthetic_data.hpp for iteration *step (or

@@ -17,6 +17,15 @@ struct SgdConfig {
     float weight_decay = 5e-4f;
 };
 
+// One parameter tensor of an update, in the backend's memory (host or device).
+struct SgdTensorRef {
+    float* param = nullptr;
+    const float* grad = nullptr;
+    float* momentum = nullptr;
+    std::uint64_t elements = 0;
+    bool decay = false;
+};
+
 template <class T>
 void sgd_momentum_update(const SgdConfig& config, T* param, const T* grad, T* velocity, std::uint64_t elements,
                          bool decay);

@@ -116,7 +116,7 @@ HostBody HostModel::make_body(OpId id) {
             },
             [](const bound::Update& a) -> HostBody {
                 return [=](const Ctx&) {
-                    for (const bound::SgdTensor& t : a.tensors)
+                    for (const SgdTensorRef& t : a.tensors)
                         sgd_momentum_update<float>(a.sgd, t.param, t.grad, t.momentum, t.elements, t.decay);
                 };
             },

@@ -37,17 +37,10 @@ struct GradientSum {
     std::vector<In> partials;
     Out total;
 };
-struct SgdTensor {
-    float* param;
-    const float* grad;
-    float* momentum;
-    std::uint64_t elements;
-    bool decay;
-};
 // One layer's update: each of its parameter tensors.
 struct Update {
     SgdConfig sgd;
-    std::vector<SgdTensor> tensors;
+    std::vector<SgdTensorRef> tensors;
 };
 
 struct ConvForward {

@@ -440,7 +440,7 @@ TEST_CASE("elementwise kernels give the float reference's bits: ReLU, add, dropo
     sgd_momentum_update<float>(sgd, param.data(), b.data(), velocity.data(), param.size(), true);
     sgd_momentum_update<float>(sgd, bias.data(), a.data(), bias_velocity.data(), bias.size(), false);
     DeviceVector<float> gparam(a), gvelocity(c), gbias(b), gbias_velocity(c);
-    const std::vector<cuda::SgdTensorRef> tensors{{gparam.get(), gb.get(), gvelocity.get(), a.size(), true},
+    const std::vector<SgdTensorRef> tensors{{gparam.get(), gb.get(), gvelocity.get(), a.size(), true},
                                                   {gbias.get(), ga.get(), gbias_velocity.get(), b.size(), false}};
     cuda::sgd_momentum_update(lane(), sgd, tensors);
     check_bitwise(gparam.host(), param, "SGD weights");

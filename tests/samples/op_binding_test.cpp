@@ -60,7 +60,7 @@ Touches touches_of(const bound::Args& args) {
                        t.out(a.total, "total");
                    },
                    [&](const bound::Update& a) {
-                       for (const bound::SgdTensor& s : a.tensors) {
+                       for (const SgdTensorRef& s : a.tensors) {
                            t.ptr(s.param, true, "param");
                            t.ptr(s.grad, false, "grad");
                            t.ptr(s.momentum, true, "momentum");
