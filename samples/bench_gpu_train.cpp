@@ -12,7 +12,9 @@
 //
 //   bench-gpu-train [--nets googlenet,resnet50] [--batches 8,32] [--image S]
 //                   [--classes 1000] [--width-scale 1] [--iters 5] [--check-iters 2]
-//                   [--tune-top 6] [--tune-budget 15]
+//                   [--tune-top 6] [--tune-budget 15] [--fuse-bn-relu 0|1]
+// With --fuse-bn-relu 1 the nets fold each ReLU after a batch norm into it
+// and every key names the net <net>_fused.
 //
 // Exit status: 0; 1 when a check differs or a run fails; 77 without a GPU.
 #include <fmt/format.h>
@@ -51,7 +53,11 @@ struct Options {
     std::uint32_t iterations = 5, check_iterations = 2;
     std::uint32_t tune_top = 6;
     double tune_budget_s = 15.0;
+    bool fuse_batch_norm_relu = false;
 };
+
+// The net as keys name it.
+std::string key_name(const Options& o, const std::string& net) { return o.fuse_batch_norm_relu ? net + "_fused" : net; }
 
 std::vector<std::string> split_list(const std::string& s) {
     std::vector<std::string> out;
@@ -81,6 +87,10 @@ Options parse(int argc, char** argv) {
         else if (arg == "--image") o.image = number();
         else if (arg == "--classes") o.classes = number();
         else if (arg == "--width-scale") o.width_scale = std::stod(value);
+        else if (arg == "--fuse-bn-relu") {
+            if (value != "0" && value != "1") throw std::runtime_error("bench-gpu-train: --fuse-bn-relu takes 0 or 1, got " + value);
+            o.fuse_batch_norm_relu = value == "1";
+        }
         else if (arg == "--iters") o.iterations = std::max(1u, number());
         else if (arg == "--check-iters") o.check_iterations = std::max(1u, number());
         else if (arg == "--tune-top") o.tune_top = std::max(1u, number());
@@ -189,6 +199,7 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
     c.model.image = o.image.value_or(default_image(net));
     c.model.classes = o.classes;
     c.model.width_scale = o.width_scale;
+    c.model.fuse_batch_norm_relu = o.fuse_batch_norm_relu;
     const TrainingGraph tg = build_training_graph(c);
     braid::DeviceSpec device;
     try {
@@ -200,7 +211,7 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
     const std::optional<braid::Calibration> calibration = braid::builtin_calibration(device);
     const PlanningModel model = planning_model(tg, device, calibration, braid::LaunchMode::graph);
     const braid::OpCosts& costs = model.costs;
-    const std::string prefix = fmt::format("train_{}_b{}", net, batch);
+    const std::string prefix = fmt::format("train_{}_b{}", key_name(o, net), batch);
     fmt::print("{}: planned with {}\n", prefix, braid::describe_calibration(calibration, ""));
 
     braid::PlanOptions nimble_options;
@@ -258,7 +269,7 @@ int main(int argc, char** argv) {
                     ok = bench_net(o, net, batch) && ok;
                 } catch (const std::exception& e) {
                     std::fprintf(stderr, "bench-gpu-train: %s at batch %u: error: %s\n", net.c_str(), batch, e.what());
-                    fmt::print("train_{}_b{}_failed: 1\n", net, batch);
+                    fmt::print("train_{}_b{}_failed: 1\n", key_name(o, net), batch);
                     std::fflush(stdout);
                     ok = false;
                 }

@@ -477,10 +477,11 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     CLI::Option* no_aux =
         app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
+    CLI::Option* fuse = app.add_flag("--fuse-bn-relu", m.fuse_batch_norm_relu, fuse_batch_norm_relu_help);
     app.add_option("--prototxt", o.prototxt,
                    "train a Caffe net definition instead of --net (docs/caffe.md); --batch, --image and --classes, "
                    "when given, override the file's")
-        ->excludes(net, width, no_aux);
+        ->excludes(net, width, no_aux, fuse);
     app.add_option("--lr", o.train.optimizer.learning_rate, "SGD learning rate")->capture_default_str();
     app.add_option("--momentum", o.train.optimizer.momentum, "SGD momentum")->capture_default_str();
     app.add_option("--weight-decay", o.train.optimizer.weight_decay, "L2 weight decay of weights")

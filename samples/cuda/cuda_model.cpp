@@ -211,13 +211,13 @@ CudaBody CudaModel::make_body(OpId id) {
             [](const bound::BnBackwardData& a) -> CudaBody {
                 return [=](Lane& lane, const Ctx&) {
                     cuda::batch_norm_backward_data(lane, a.layer, a.x, a.dy, a.gamma, a.saved_mean, a.saved_inv_std,
-                                                   a.dx);
+                                                   a.dx, a.y);
                 };
             },
             [](const bound::BnBackwardWeight& a) -> CudaBody {
                 return [=](Lane& lane, const Ctx&) {
                     cuda::batch_norm_backward_weight(lane, a.layer, a.x, a.dy, a.saved_mean, a.saved_inv_std,
-                                                     a.dgamma, a.dbeta);
+                                                     a.dgamma, a.dbeta, a.y);
                 };
             },
             [=](const bound::ReluForward& a) -> CudaBody {

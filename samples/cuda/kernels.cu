@@ -175,23 +175,40 @@ __global__ void batch_norm_statistics(BatchNormArgs a, ConstDeviceImages x, std:
     running_var[c] = static_cast<float>((1.0 - momentum) * static_cast<double>(running_var[c]) + momentum * unbiased);
 }
 
+// With `relu`, the fused ReLU on the result (the same select as relu_forward_kernel).
 template <int V>
 __global__ void batch_norm_normalize(ConstDeviceImages x, const float* gamma, const float* beta,
-                                     const float* saved_mean, const float* saved_inv_std, DeviceImages y) {
+                                     const float* saved_mean, const float* saved_inv_std, bool relu, DeviceImages y) {
     const std::uint32_t c = blockIdx.y;
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
     const float mean = saved_mean[c], inv_std = saved_inv_std[c], g = gamma[c], b = beta[c];
     for (ChannelWalk<V> it = channel_walk<V>(x); it.valid(); it.next()) {
         Floats<V> v = load_floats<V>(x.data + it.at(x.image_stride, c, plane));
-        for (int k = 0; k < V; ++k) v.v[k] = g * ((v.v[k] - mean) * inv_std) + b;
+        for (int k = 0; k < V; ++k) {
+            const float n = g * ((v.v[k] - mean) * inv_std) + b;
+            v.v[k] = relu ? ReluForwardOp{}(n) : n;
+        }
         store_floats<V>(y.data + it.at(y.image_stride, c, plane), v);
     }
 }
 
+// dy at the normalisation's output: masked by a fused ReLU's output y (y.data
+// set), as relu_backward_kernel masks it; dy itself without one.
+template <int V>
+__device__ Floats<V> normalized_gradient(ConstDeviceImages dy, ConstDeviceImages y, const ChannelWalk<V>& it,
+                                         std::uint32_t c, std::uint64_t plane) {
+    Floats<V> g = load_floats<V>(dy.data + it.at(dy.image_stride, c, plane));
+    if (y.data != nullptr) {
+        const Floats<V> yv = load_floats<V>(y.data + it.at(y.image_stride, c, plane));
+        for (int k = 0; k < V; ++k) g.v[k] = ReluBackwardOp{}(yv.v[k], g.v[k]);
+    }
+    return g;
+}
+
 // sum(dy) and sum(dy * xhat) of channel c's slice; partials[0..C*S) and [C*S..2*C*S).
 template <int V>
-__global__ void batch_norm_backward_partials(ConstDeviceImages x, ConstDeviceImages dy, const float* saved_mean,
-                                             const float* saved_inv_std, double* partials) {
+__global__ void batch_norm_backward_partials(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
+                                             const float* saved_mean, const float* saved_inv_std, double* partials) {
     __shared__ double shared[threads];
     const std::uint32_t c = blockIdx.y;
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
@@ -199,7 +216,7 @@ __global__ void batch_norm_backward_partials(ConstDeviceImages x, ConstDeviceIma
     double s_dy = 0.0, s_dy_xhat = 0.0;
     for (ChannelWalk<V> it = channel_walk<V>(x); it.valid(); it.next()) {
         const Floats<V> xv = load_floats<V>(x.data + it.at(x.image_stride, c, plane));
-        const Floats<V> gv = load_floats<V>(dy.data + it.at(dy.image_stride, c, plane));
+        const Floats<V> gv = normalized_gradient<V>(dy, y, it, c, plane);
         for (int k = 0; k < V; ++k) {
             const float xhat = (xv.v[k] - mean) * inv_std;
             const double g = static_cast<double>(gv.v[k]);
@@ -217,9 +234,9 @@ __global__ void batch_norm_backward_partials(ConstDeviceImages x, ConstDeviceIma
 }
 
 template <int V>
-__global__ void batch_norm_backward_dx(ConstDeviceImages x, ConstDeviceImages dy, const float* gamma,
-                                       const float* saved_mean, const float* saved_inv_std, const double* partials,
-                                       DeviceImages dx) {
+__global__ void batch_norm_backward_dx(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
+                                       const float* gamma, const float* saved_mean, const float* saved_inv_std,
+                                       const double* partials, DeviceImages dx) {
     __shared__ float mean_dy, mean_dy_xhat;
     const std::uint32_t c = blockIdx.y;
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
@@ -235,7 +252,7 @@ __global__ void batch_norm_backward_dx(ConstDeviceImages x, ConstDeviceImages dy
     const float scale = gamma[c] * inv_std;
     for (ChannelWalk<V> it = channel_walk<V>(x); it.valid(); it.next()) {
         const Floats<V> xv = load_floats<V>(x.data + it.at(x.image_stride, c, plane));
-        Floats<V> gv = load_floats<V>(dy.data + it.at(dy.image_stride, c, plane));
+        Floats<V> gv = normalized_gradient<V>(dy, y, it, c, plane);
         for (int k = 0; k < V; ++k) {
             const float xhat = (xv.v[k] - mean) * inv_std;
             gv.v[k] = scale * (gv.v[k] - mean_dy - xhat * mean_dy_xhat);
@@ -499,33 +516,34 @@ cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages 
         channel_moments_partials<V><<<grid, threads, 0, stream>>>(x, sums, squares);
         batch_norm_statistics<<<(x.c + 127) / 128, 128, 0, stream>>>(a, x, s, sums, squares, saved_mean,
                                                                       saved_inv_std, running_mean, running_var);
-        batch_norm_normalize<V><<<grid, threads, 0, stream>>>(x, gamma, beta, saved_mean, saved_inv_std, y);
+        batch_norm_normalize<V><<<grid, threads, 0, stream>>>(x, gamma, beta, saved_mean, saved_inv_std, a.relu, y);
     });
     return launched();
 }
 
-cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImages dy, const float* gamma,
-                                            const float* saved_mean, const float* saved_inv_std, DeviceImages dx,
-                                            double* scratch, cudaStream_t stream) {
+cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
+                                            const float* gamma, const float* saved_mean, const float* saved_inv_std,
+                                            DeviceImages dx, double* scratch, cudaStream_t stream) {
     if (x.images == 0 || x.c == 0) return cudaSuccess;
     const dim3 grid(channel_slices(x.images, x.h, x.w), x.c);
-    with_width(channel_vector_width(std::uint64_t{x.h} * x.w, {x, dy, dx}), [&](auto w) {
+    with_width(channel_vector_width(std::uint64_t{x.h} * x.w, {x, dy, dx, y}), [&](auto w) {
         constexpr int V = decltype(w)::value;
-        batch_norm_backward_partials<V><<<grid, threads, 0, stream>>>(x, dy, saved_mean, saved_inv_std, scratch);
-        batch_norm_backward_dx<V><<<grid, threads, 0, stream>>>(x, dy, gamma, saved_mean, saved_inv_std, scratch, dx);
+        batch_norm_backward_partials<V><<<grid, threads, 0, stream>>>(x, dy, y, saved_mean, saved_inv_std, scratch);
+        batch_norm_backward_dx<V>
+            <<<grid, threads, 0, stream>>>(x, dy, y, gamma, saved_mean, saved_inv_std, scratch, dx);
     });
     return launched();
 }
 
-cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceImages dy, const float* saved_mean,
-                                              const float* saved_inv_std, float* dgamma, float* dbeta,
-                                              double* scratch, cudaStream_t stream) {
+cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
+                                              const float* saved_mean, const float* saved_inv_std, float* dgamma,
+                                              float* dbeta, double* scratch, cudaStream_t stream) {
     if (x.images == 0 || x.c == 0) return cudaSuccess;
     const std::uint32_t s = channel_slices(x.images, x.h, x.w);
-    with_width(channel_vector_width(std::uint64_t{x.h} * x.w, {x, dy}), [&](auto w) {
+    with_width(channel_vector_width(std::uint64_t{x.h} * x.w, {x, dy, y}), [&](auto w) {
         constexpr int V = decltype(w)::value;
         batch_norm_backward_partials<V>
-            <<<dim3(s, x.c), threads, 0, stream>>>(x, dy, saved_mean, saved_inv_std, scratch);
+            <<<dim3(s, x.c), threads, 0, stream>>>(x, dy, y, saved_mean, saved_inv_std, scratch);
     });
     batch_norm_weight_gradients<<<(x.c + 127) / 128, 128, 0, stream>>>(x.c, s, scratch, dgamma, dbeta);
     return launched();

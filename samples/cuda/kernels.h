@@ -103,16 +103,18 @@ std::size_t channel_reduction_scratch_bytes(std::uint32_t images, std::uint32_t 
 struct BatchNormArgs {
     float epsilon = 1e-5f;
     float momentum = 0.1f;
+    bool relu = false;  // a fused ReLU on y
 };
 cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages x, const float* gamma,
                                       const float* beta, DeviceImages y, float* saved_mean, float* saved_inv_std,
                                       float* running_mean, float* running_var, double* scratch, cudaStream_t stream);
-cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImages dy, const float* gamma,
-                                            const float* saved_mean, const float* saved_inv_std, DeviceImages dx,
-                                            double* scratch, cudaStream_t stream);
-cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceImages dy, const float* saved_mean,
-                                              const float* saved_inv_std, float* dgamma, float* dbeta,
-                                              double* scratch, cudaStream_t stream);
+// y: the output of a fused ReLU, whose mask applies to dy; y.data null without one.
+cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
+                                            const float* gamma, const float* saved_mean, const float* saved_inv_std,
+                                            DeviceImages dx, double* scratch, cudaStream_t stream);
+cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
+                                              const float* saved_mean, const float* saved_inv_std, float* dgamma,
+                                              float* dbeta, double* scratch, cudaStream_t stream);
 // db[c] = sum of dy over images and pixels (a convolution's bias gradient).
 cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch, cudaStream_t stream);
 // db[o] = sum over images of dy[n, o], in image order (a fully connected layer's bias gradient).

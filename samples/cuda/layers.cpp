@@ -424,28 +424,43 @@ void batch_norm_forward_training(CudaLane& lane, const BatchNorm2d& layer, Const
                                  const float* beta, DeviceView y, float* saved_mean, float* saved_inv_std,
                                  float* running_mean, float* running_var) {
     double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer));
-    const BatchNormArgs args{layer.config.epsilon, layer.config.momentum};
+    const BatchNormArgs args{layer.config.epsilon, layer.config.momentum, layer.config.relu};
     const ImageRange all = whole_batch(layer.in);
     check_launch(launch_batch_norm_forward(args, images_of(x, all), gamma, beta, images_of(y, all), saved_mean,
                                            saved_inv_std, running_mean, running_var, scratch, lane.stream),
                  "batch norm forward");
 }
 
+namespace {
+
+// The fused ReLU's output as the kernels take it: none without one.
+ConstDeviceImages relu_mask(const BatchNorm2d& layer, const ConstDeviceView& y, const char* who) {
+    if (!layer.config.relu) return ConstDeviceImages{};
+    if (y.data == nullptr) throw ShapeError(std::string(who) + ": the layer has a fused ReLU and needs its output");
+    return images_of(y, whole_batch(layer.in));
+}
+
+}  // namespace
+
 void batch_norm_backward_data(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
-                              const float* gamma, const float* saved_mean, const float* saved_inv_std, DeviceView dx) {
+                              const float* gamma, const float* saved_mean, const float* saved_inv_std, DeviceView dx,
+                              ConstDeviceView y) {
     double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer));
     const ImageRange all = whole_batch(layer.in);
-    check_launch(launch_batch_norm_backward_data(images_of(x, all), images_of(dy, all), gamma, saved_mean,
+    check_launch(launch_batch_norm_backward_data(images_of(x, all), images_of(dy, all),
+                                                 relu_mask(layer, y, "batch norm backward data"), gamma, saved_mean,
                                                  saved_inv_std, images_of(dx, all), scratch, lane.stream),
                  "batch norm backward data");
 }
 
 void batch_norm_backward_weight(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
-                                const float* saved_mean, const float* saved_inv_std, float* dgamma, float* dbeta) {
+                                const float* saved_mean, const float* saved_inv_std, float* dgamma, float* dbeta,
+                                ConstDeviceView y) {
     double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer));
     const ImageRange all = whole_batch(layer.in);
-    check_launch(launch_batch_norm_backward_weight(images_of(x, all), images_of(dy, all), saved_mean, saved_inv_std,
-                                                   dgamma, dbeta, scratch, lane.stream),
+    check_launch(launch_batch_norm_backward_weight(images_of(x, all), images_of(dy, all),
+                                                   relu_mask(layer, y, "batch norm backward weight"), saved_mean,
+                                                   saved_inv_std, dgamma, dbeta, scratch, lane.stream),
                  "batch norm backward weight");
 }
 

@@ -173,10 +173,13 @@ std::size_t batch_norm_scratch_bytes(const BatchNorm2d& layer);
 void batch_norm_forward_training(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, const float* gamma,
                                  const float* beta, DeviceView y, float* saved_mean, float* saved_inv_std,
                                  float* running_mean, float* running_var);
+// y: the layer's output, read for a fused ReLU's mask (layer.config.relu); empty without.
 void batch_norm_backward_data(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
-                              const float* gamma, const float* saved_mean, const float* saved_inv_std, DeviceView dx);
+                              const float* gamma, const float* saved_mean, const float* saved_inv_std, DeviceView dx,
+                              ConstDeviceView y = {});
 void batch_norm_backward_weight(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
-                                const float* saved_mean, const float* saved_inv_std, float* dgamma, float* dbeta);
+                                const float* saved_mean, const float* saved_inv_std, float* dgamma, float* dbeta,
+                                ConstDeviceView y = {});
 
 // `step` is the device's iteration counter (TrainingGraph::step).
 void dropout_forward(CudaLane& lane, const Dropout& layer, std::uint64_t seed, std::uint32_t layer_id,

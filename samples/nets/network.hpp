@@ -70,6 +70,13 @@ public:
     TensorId images() const noexcept { return 0; }
     Shape4 shape(TensorId t) const { return net_.tensors_.at(t).shape; }
 
+    // From now on, relu(x) of a batch norm's output that nothing else has
+    // read yet adds no layer: the batch norm takes the ReLU on
+    // (BatchNormConfig::relu) and relu returns x, which then holds the
+    // activations. The ReLU's name is not in the network. The caller must
+    // not read x again as the batch norm's raw output.
+    void fuse_batch_norm_relu(bool on) noexcept { fuse_batch_norm_relu_ = on; }
+
     TensorId conv(std::string name, TensorId x, ConvConfig config);
     TensorId batch_norm(std::string name, TensorId x, BatchNormConfig config = {});
     TensorId relu(std::string name, TensorId x);
@@ -92,6 +99,7 @@ private:
     [[noreturn]] void fail(const std::string& layer, const std::string& why) const;
 
     Network net_;
+    bool fuse_batch_norm_relu_ = false;
 };
 
 }  // namespace braid::samples

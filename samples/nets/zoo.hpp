@@ -22,7 +22,16 @@ struct NetConfig {
     double width_scale = 1.0;    // multiplies every hidden channel count (not the classes)
     // GoogLeNet's two auxiliary heads (loss weight 0.3), Inception-v3's AuxLogits (0.4).
     bool aux_classifiers = true;
+    // Every ReLU right after a batch norm becomes part of it (NetworkBuilder::
+    // fuse_batch_norm_relu): ResNets and Inception-v3; same results, fewer
+    // passes over the activations.
+    bool fuse_batch_norm_relu = false;
 };
+
+// What --fuse-bn-relu says in every tool that builds bundled nets.
+inline constexpr const char* fuse_batch_norm_relu_help =
+    "fold every ReLU that follows a batch norm into it (ResNets, Inception-v3): same results, one pass over the "
+    "activations and one buffer less per pair";
 
 // "googlenet", "resnet18", ..., "resnet152", "inception_v3".
 std::vector<std::string> network_names();

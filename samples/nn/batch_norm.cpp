@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "nn/launch.hpp"
+#include "nn/relu.hpp"
 #include "nn/sgd.hpp"
 
 namespace braid::samples {
@@ -27,10 +28,12 @@ std::vector<AuxBufferSpec> BatchNorm2d::aux_buffers() const {
 
 PassWork BatchNorm2d::work(Pass p) const {
     const double e = static_cast<double>(in.elements()), t = float_bytes(in.elements()), c = float_bytes(in.c);
+    const double mask = config.relu ? t : 0.0;  // a fused ReLU's backward passes also read y
     switch (p) {
         case Pass::forward: return {8.0 * e, 2 * t + t + 6 * c};  // statistics read x; normalize reads x, writes y
-        case Pass::backward_data: return {9.0 * e, 2 * (2 * t) + t + 3 * c};  // sums read x, dy; dx pass re-reads
-        case Pass::backward_weight: return {4.0 * e, 2 * t + 4 * c};
+        case Pass::backward_data:  // sums read x, dy; dx pass re-reads
+            return {9.0 * e, 2 * (2 * t + mask) + t + 3 * c};
+        case Pass::backward_weight: return {4.0 * e, 2 * t + mask + 4 * c};
         case Pass::update: return sgd_work(2ull * in.c);
     }
     return {};
@@ -38,6 +41,7 @@ PassWork BatchNorm2d::work(Pass p) const {
 
 std::vector<braid::KernelEstimate> BatchNorm2d::kernels(Pass p, const EstimateOptions&) const {
     const double e = static_cast<double>(in.elements()), t = float_bytes(in.elements()), c = float_bytes(in.c);
+    const double mask = config.relu ? t : 0.0;
     switch (p) {
         // After PyTorch's native CUDA batch norm for NCHW: a per-channel
         // statistics kernel (one block per channel), then an elementwise pass.
@@ -45,9 +49,9 @@ std::vector<braid::KernelEstimate> BatchNorm2d::kernels(Pass p, const EstimateOp
             return {row_reduction_kernel("bn_forward_statistics", in.c, 3.0 * e, t + 4 * c, braid::KernelClass::normalization),
                     elementwise_kernel("bn_forward_normalize", in.elements(), 5.0 * e, 2 * t + 2 * c, braid::KernelClass::normalization)};
         case Pass::backward_data:
-            return {row_reduction_kernel("bn_backward_reduce", in.c, 4.0 * e, 2 * t + 2 * c, braid::KernelClass::normalization),
-                    elementwise_kernel("bn_backward_data", in.elements(), 5.0 * e, 3 * t + c, braid::KernelClass::normalization)};
-        case Pass::backward_weight: return {row_reduction_kernel("bn_backward_reduce", in.c, 4.0 * e, 2 * t + 4 * c, braid::KernelClass::normalization)};
+            return {row_reduction_kernel("bn_backward_reduce", in.c, 4.0 * e, 2 * t + mask + 2 * c, braid::KernelClass::normalization),
+                    elementwise_kernel("bn_backward_data", in.elements(), 5.0 * e, 3 * t + mask + c, braid::KernelClass::normalization)};
+        case Pass::backward_weight: return {row_reduction_kernel("bn_backward_reduce", in.c, 4.0 * e, 2 * t + mask + 4 * c, braid::KernelClass::normalization)};
         case Pass::update: return sgd_kernels(2ull * in.c);
     }
     return {};
@@ -88,27 +92,45 @@ void batch_norm_forward_training(const BatchNorm2d& layer, TensorView<const T> x
         for (std::uint32_t n = 0; n < s.n; ++n) {
             const T* xp = x.plane(n, c);
             T* yp = y.plane(n, c);
-            for (std::uint64_t i = 0; i < plane; ++i) yp[i] = g * ((xp[i] - mean_t) * inv_std) + b;
+            for (std::uint64_t i = 0; i < plane; ++i) {
+                const T v = g * ((xp[i] - mean_t) * inv_std) + b;
+                yp[i] = layer.config.relu ? relu_of(v) : v;
+            }
         }
     }
 }
 
 namespace {
 
+// The gradient at the normalisation's output: dy, masked by the fused ReLU.
+template <class T>
+T normalized_gradient(const BatchNorm2d& layer, const T* yp, const T* dyp, std::uint64_t i) {
+    return layer.config.relu ? relu_gradient(yp[i], dyp[i]) : dyp[i];
+}
+
+template <class T>
+void check_relu_output(const BatchNorm2d& layer, TensorView<const T> y, const char* who) {
+    if (layer.config.relu && y.data == nullptr)
+        throw ShapeError(std::string(who) + ": the layer has a fused ReLU and needs its output");
+}
+
 // sum(dy) and sum(dy * xhat) of channel c, in double, images in order.
 template <class T>
-void channel_sums(const Shape4& s, TensorView<const T> x, TensorView<const T> dy, std::uint32_t c, T mean, T inv_std,
-                  double& sum_dy, double& sum_dy_xhat) {
+void channel_sums(const BatchNorm2d& layer, TensorView<const T> x, TensorView<const T> dy, TensorView<const T> y,
+                  std::uint32_t c, T mean, T inv_std, double& sum_dy, double& sum_dy_xhat) {
+    const Shape4& s = layer.in;
     const std::uint64_t plane = s.plane_elements();
     sum_dy = 0.0;
     sum_dy_xhat = 0.0;
     for (std::uint32_t n = 0; n < s.n; ++n) {
         const T* xp = x.plane(n, c);
         const T* dyp = dy.plane(n, c);
+        const T* yp = layer.config.relu ? y.plane(n, c) : nullptr;
         for (std::uint64_t i = 0; i < plane; ++i) {
             const T xhat = (xp[i] - mean) * inv_std;
-            sum_dy += static_cast<double>(dyp[i]);
-            sum_dy_xhat += static_cast<double>(dyp[i]) * static_cast<double>(xhat);
+            const T g = normalized_gradient(layer, yp, dyp, i);
+            sum_dy += static_cast<double>(g);
+            sum_dy_xhat += static_cast<double>(g) * static_cast<double>(xhat);
         }
     }
 }
@@ -117,22 +139,24 @@ void channel_sums(const Shape4& s, TensorView<const T> x, TensorView<const T> dy
 
 template <class T>
 void batch_norm_backward_data(const BatchNorm2d& layer, TensorView<const T> x, TensorView<const T> dy, const T* gamma,
-                              const T* saved_mean, const T* saved_inv_std, TensorView<T> dx) {
+                              const T* saved_mean, const T* saved_inv_std, TensorView<T> dx, TensorView<const T> y) {
+    check_relu_output(layer, y, "batch norm backward_data");
     const Shape4 s = layer.in;
     const std::uint64_t plane = s.plane_elements();
     const double count = static_cast<double>(s.n) * static_cast<double>(plane);
     for (std::uint32_t c = 0; c < s.c; ++c) {
         double sum_dy = 0.0, sum_dy_xhat = 0.0;
-        channel_sums(s, x, dy, c, saved_mean[c], saved_inv_std[c], sum_dy, sum_dy_xhat);
+        channel_sums(layer, x, dy, y, c, saved_mean[c], saved_inv_std[c], sum_dy, sum_dy_xhat);
         const T mean_dy = static_cast<T>(sum_dy / count), mean_dy_xhat = static_cast<T>(sum_dy_xhat / count);
         const T scale = gamma[c] * saved_inv_std[c];
         for (std::uint32_t n = 0; n < s.n; ++n) {
             const T* xp = x.plane(n, c);
             const T* dyp = dy.plane(n, c);
+            const T* yp = layer.config.relu ? y.plane(n, c) : nullptr;
             T* dxp = dx.plane(n, c);
             for (std::uint64_t i = 0; i < plane; ++i) {
                 const T xhat = (xp[i] - saved_mean[c]) * saved_inv_std[c];
-                dxp[i] = scale * (dyp[i] - mean_dy - xhat * mean_dy_xhat);
+                dxp[i] = scale * (normalized_gradient(layer, yp, dyp, i) - mean_dy - xhat * mean_dy_xhat);
             }
         }
     }
@@ -140,10 +164,11 @@ void batch_norm_backward_data(const BatchNorm2d& layer, TensorView<const T> x, T
 
 template <class T>
 void batch_norm_backward_weight(const BatchNorm2d& layer, TensorView<const T> x, TensorView<const T> dy,
-                                const T* saved_mean, const T* saved_inv_std, T* dgamma, T* dbeta) {
+                                const T* saved_mean, const T* saved_inv_std, T* dgamma, T* dbeta, TensorView<const T> y) {
+    check_relu_output(layer, y, "batch norm backward_weight");
     for (std::uint32_t c = 0; c < layer.in.c; ++c) {
         double sum_dy = 0.0, sum_dy_xhat = 0.0;
-        channel_sums(layer.in, x, dy, c, saved_mean[c], saved_inv_std[c], sum_dy, sum_dy_xhat);
+        channel_sums(layer, x, dy, y, c, saved_mean[c], saved_inv_std[c], sum_dy, sum_dy_xhat);
         dgamma[c] = static_cast<T>(sum_dy_xhat);
         dbeta[c] = static_cast<T>(sum_dy);
     }
@@ -153,9 +178,9 @@ void batch_norm_backward_weight(const BatchNorm2d& layer, TensorView<const T> x,
     template void batch_norm_forward_training<T>(const BatchNorm2d&, TensorView<const T>, const T*, const T*,        \
                                                  TensorView<T>, T*, T*, T*, T*);                                     \
     template void batch_norm_backward_data<T>(const BatchNorm2d&, TensorView<const T>, TensorView<const T>, const T*, \
-                                              const T*, const T*, TensorView<T>);                                    \
+                                              const T*, const T*, TensorView<T>, TensorView<const T>);               \
     template void batch_norm_backward_weight<T>(const BatchNorm2d&, TensorView<const T>, TensorView<const T>,         \
-                                                const T*, const T*, T*, T*);
+                                                const T*, const T*, T*, T*, TensorView<const T>);
 BRAID_SAMPLES_BN(float)
 BRAID_SAMPLES_BN(double)
 #undef BRAID_SAMPLES_BN

@@ -2,6 +2,10 @@
 // each channel with the batch's mean and biased variance, keeps them for
 // backward, and updates running statistics with the unbiased variance (as
 // PyTorch and cuDNN do). Needs the whole batch: no pass is splittable.
+// With `relu` the layer also applies the ReLU that follows it (y = max(bn(x),
+// 0)) and its backward counts dy only where y > 0, so one pass over the
+// activations and one buffer replace a separate ReLU layer, with the same
+// bits as the two layers (NetworkBuilder::fuse_batch_norm_relu folds them).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +18,7 @@ namespace braid::samples {
 struct BatchNormConfig {
     float epsilon = 1e-5f;
     float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch
+    bool relu = false;      // a fused ReLU on the output
 };
 
 struct BatchNorm2d {
@@ -36,19 +41,25 @@ struct BatchNorm2d {
     std::vector<braid::KernelEstimate> kernels(Pass p, const EstimateOptions& options) const;
 };
 
-// y = gamma * (x - mean) / sqrt(var + eps) + beta with batch statistics;
-// writes saved_mean, saved_inv_std and updates running_mean, running_var.
+// y = gamma * (x - mean) / sqrt(var + eps) + beta with batch statistics
+// (then max(y, 0) with config.relu); writes saved_mean, saved_inv_std and
+// updates running_mean, running_var.
 template <class T>
 void batch_norm_forward_training(const BatchNorm2d& layer, TensorView<const T> x, const T* gamma, const T* beta,
                                  TensorView<T> y, T* saved_mean, T* saved_inv_std, T* running_mean, T* running_var);
 // dx from dy. Recomputes the two per-channel sums the weight gradient also
-// needs, so that dx does not wait for backward_weight.
+// needs, so that dx does not wait for backward_weight. With config.relu, `y`
+// is the layer's output and dy counts where y > 0 (as ReLU's backward has
+// it); without, y is not read.
 template <class T>
 void batch_norm_backward_data(const BatchNorm2d& layer, TensorView<const T> x, TensorView<const T> dy, const T* gamma,
-                              const T* saved_mean, const T* saved_inv_std, TensorView<T> dx);
-// dgamma = sum(dy * xhat), dbeta = sum(dy) per channel.
+                              const T* saved_mean, const T* saved_inv_std, TensorView<T> dx,
+                              TensorView<const T> y = {});
+// dgamma = sum(dy * xhat), dbeta = sum(dy) per channel (dy masked as above).
 template <class T>
 void batch_norm_backward_weight(const BatchNorm2d& layer, TensorView<const T> x, TensorView<const T> dy,
-                                const T* saved_mean, const T* saved_inv_std, T* dgamma, T* dbeta);
+                                const T* saved_mean, const T* saved_inv_std, T* dgamma, T* dbeta,
+                                TensorView<const T> y = {});
+
 
 }  // namespace braid::samples

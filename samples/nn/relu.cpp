@@ -29,7 +29,7 @@ void relu_forward(const Relu& layer, TensorView<const T> x, TensorView<T> y, Ima
     for (std::uint32_t n = images.begin; n < images.end; ++n) {
         const T* xi = x.image(n);
         T* yi = y.image(n);
-        for (std::uint64_t i = 0; i < e; ++i) yi[i] = xi[i] > T(0) ? xi[i] : T(0);
+        for (std::uint64_t i = 0; i < e; ++i) yi[i] = relu_of(xi[i]);
     }
 }
 
@@ -42,7 +42,7 @@ void relu_backward_data(const Relu& layer, TensorView<const T> y, TensorView<con
         const T* yi = y.image(n);
         const T* dyi = dy.image(n);
         T* dxi = dx.image(n);
-        for (std::uint64_t i = 0; i < e; ++i) dxi[i] = yi[i] > T(0) ? dyi[i] : T(0);
+        for (std::uint64_t i = 0; i < e; ++i) dxi[i] = relu_gradient(yi[i], dyi[i]);
     }
 }
 

@@ -16,6 +16,16 @@ struct Relu : PerImageUnaryLayer {
     std::vector<braid::KernelEstimate> kernels(Pass p, const EstimateOptions& options) const;
 };
 
+// One element of ReLU's forward and backward (batch norm's fused ReLU uses them too).
+template <class T>
+constexpr T relu_of(T x) noexcept {
+    return x > T(0) ? x : T(0);
+}
+template <class T>
+constexpr T relu_gradient(T y, T dy) noexcept {
+    return y > T(0) ? dy : T(0);
+}
+
 template <class T>
 void relu_forward(const Relu& layer, TensorView<const T> x, TensorView<T> y, ImageRange images);
 template <class T>

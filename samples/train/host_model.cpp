@@ -156,13 +156,14 @@ HostBody HostModel::make_body(OpId id) {
             },
             [](const bound::BnBackwardData& a) -> HostBody {
                 return [=](const Ctx&) {
-                    batch_norm_backward_data<float>(a.layer, a.x, a.dy, a.gamma, a.saved_mean, a.saved_inv_std, a.dx);
+                    batch_norm_backward_data<float>(a.layer, a.x, a.dy, a.gamma, a.saved_mean, a.saved_inv_std, a.dx,
+                                                    a.y);
                 };
             },
             [](const bound::BnBackwardWeight& a) -> HostBody {
                 return [=](const Ctx&) {
                     batch_norm_backward_weight<float>(a.layer, a.x, a.dy, a.saved_mean, a.saved_inv_std, a.dgamma,
-                                                      a.dbeta);
+                                                      a.dbeta, a.y);
                 };
             },
             [=](const bound::ReluForward& a) -> HostBody {

@@ -9,12 +9,14 @@
 namespace braid::samples {
 
 braid::ProfileSettings net_settings(const NetConfig& c) {
-    return {{"net", c.net},
-            {"batch", std::int64_t{c.batch}},
-            {"image", std::int64_t{c.image}},
-            {"classes", std::int64_t{c.classes}},
-            {"width_scale", c.width_scale},
-            {"no_aux", !c.aux_classifiers}};
+    braid::ProfileSettings s{{"net", c.net},
+                             {"batch", std::int64_t{c.batch}},
+                             {"image", std::int64_t{c.image}},
+                             {"classes", std::int64_t{c.classes}},
+                             {"width_scale", c.width_scale},
+                             {"no_aux", !c.aux_classifiers}};
+    if (c.fuse_batch_norm_relu) s["fuse_bn_relu"] = true;  // absent: not fused (profiles from before it)
+    return s;
 }
 
 namespace {
@@ -48,9 +50,9 @@ std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& 
         throw braid::Error("network setting 'net' names '" + *net + "', not a bundled network");
     for (const auto& [name, value] : s)
         if (name != "net" && name != "batch" && name != "image" && name != "classes" && name != "width_scale" &&
-            name != "no_aux")
+            name != "no_aux" && name != "fuse_bn_relu")
             throw braid::Error("unknown network setting '" + name +
-                               "' (expected net, batch, image, classes, width_scale, no_aux)");
+                               "' (expected net, batch, image, classes, width_scale, no_aux, fuse_bn_relu)");
     NetConfig c;
     c.net = *net;
     c.batch = positive(s, "batch", c.batch, 1 << 20);
@@ -61,6 +63,7 @@ std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& 
         c.width_scale = *w;
     }
     if (const bool* no_aux = setting<bool>(s, "no_aux")) c.aux_classifiers = !*no_aux;
+    if (const bool* fuse = setting<bool>(s, "fuse_bn_relu")) c.fuse_batch_norm_relu = *fuse;
     return c;
 }
 

@@ -87,12 +87,13 @@ private:
                                         saved_inv_std,
                                         ptr(b.aux[BatchNorm2d::running_mean]),
                                         ptr(b.aux[BatchNorm2d::running_var])};
+            const bound::In mask = n->config.relu ? cview(b.output) : bound::In{};
             if (role == OpRole::backward_data)
                 return bound::BnBackwardData{*n, cview(b.inputs[0]), dy(), ptr(b.params[0]), saved_mean, saved_inv_std,
-                                             dx()};
+                                             dx(), mask};
             if (role == OpRole::backward_weight)
                 return bound::BnBackwardWeight{*n, cview(b.inputs[0]), dy(), saved_mean, saved_inv_std,
-                                               ptr(b.param_gradients[0]), ptr(b.param_gradients[1])};
+                                               ptr(b.param_gradients[0]), ptr(b.param_gradients[1]), mask};
         }
         if (const auto* r = std::get_if<Relu>(&spec)) {
             if (role == OpRole::forward) return bound::ReluForward{*r, cview(b.inputs[0]), view(b.output)};
@@ -113,9 +114,15 @@ private:
         }
         if (const auto* d = std::get_if<Dropout>(&spec)) {
             const std::uint64_t* step = data<std::uint64_t>(graph_.step);
+            // The masks' stream: the layer's place among the net's dropout
+            // layers, which layers without randomness (a ReLU fused away)
+            // do not move.
+            LayerId stream = 0;
+            for (LayerId k = 0; k < l; ++k) stream += std::holds_alternative<Dropout>(graph_.network.layer(k).spec) ? 1 : 0;
             if (role == OpRole::forward)
-                return bound::DropoutForward{*d, graph_.seed, l, step, cview(b.inputs[0]), view(b.output)};
-            if (role == OpRole::backward_data) return bound::DropoutBackward{*d, graph_.seed, l, step, dy(), dx()};
+                return bound::DropoutForward{*d, graph_.seed, stream, step, cview(b.inputs[0]), view(b.output)};
+            if (role == OpRole::backward_data)
+                return bound::DropoutBackward{*d, graph_.seed, stream, step, dy(), dx()};
         }
         if (const auto* a = std::get_if<Add>(&spec)) {
             if (role == OpRole::forward)

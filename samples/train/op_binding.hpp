@@ -99,6 +99,7 @@ struct BnBackwardData {
     const float* saved_mean;
     const float* saved_inv_std;
     Out dx;
+    In y;  // the output, with a fused ReLU (its mask); empty without
 };
 struct BnBackwardWeight {
     BatchNorm2d layer;
@@ -107,6 +108,7 @@ struct BnBackwardWeight {
     const float* saved_inv_std;
     float* dgamma;
     float* dbeta;
+    In y;  // as in BnBackwardData
 };
 struct ReluForward {
     Relu layer;
@@ -139,7 +141,8 @@ struct LrnBackward {
     In x, y, dy;
     Out dx;
 };
-// The mask is a function of (seed, layer, *step, element).
+// The mask is a function of (seed, id, *step, element); id: the layer's
+// ordinal among the net's dropout layers.
 struct DropoutForward {
     Dropout layer;
     std::uint64_t seed;

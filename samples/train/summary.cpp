@@ -13,9 +13,10 @@ namespace braid::samples {
 std::string describe_network(const NetConfig& c) {
     // Only GoogLeNet and Inception-v3 have auxiliary classifiers to leave out.
     const bool aux_off = has_aux_classifiers(c.net) && !c.aux_classifiers;
-    return fmt::format("{}{}: batch {}, {}x{} images, {} classes, width scale {}", c.net,
-                       aux_off ? " without auxiliary classifiers" : "", c.batch, c.image, c.image, c.classes,
-                       c.width_scale);
+    return fmt::format("{}{}{}: batch {}, {}x{} images, {} classes, width scale {}", c.net,
+                       aux_off ? " without auxiliary classifiers" : "",
+                       c.fuse_batch_norm_relu ? ", ReLUs fused into batch norms" : "", c.batch, c.image, c.image,
+                       c.classes, c.width_scale);
 }
 
 namespace {
@@ -36,6 +37,7 @@ std::string window_of(const LayerSpec& spec) {
         return fmt::format("{}x{}/{}{}{}", p->kernel_h, p->kernel_w, p->stride, pad_text(Size2{p->pad}),
                            p->config.ceil_mode ? " ceil" : "");
     }
+    if (const auto* b = std::get_if<BatchNorm2d>(&spec); b && b->config.relu) return "+relu";
     return {};
 }
 

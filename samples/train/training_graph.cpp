@@ -305,6 +305,7 @@ private:
                 case LayerKind::batch_norm:
                     reads = {b.inputs[0], dy, b.params[0], b.aux[BatchNorm2d::saved_mean],
                              b.aux[BatchNorm2d::saved_inv_std]};
+                    if (std::get<BatchNorm2d>(node.spec).config.relu) reads.push_back(b.output);  // the ReLU's mask
                     break;
                 case LayerKind::relu: reads = {b.output, dy}; break;
                 case LayerKind::max_pool:
@@ -322,6 +323,7 @@ private:
             if (kind == LayerKind::batch_norm) {
                 reads.push_back(b.aux[BatchNorm2d::saved_mean]);
                 reads.push_back(b.aux[BatchNorm2d::saved_inv_std]);
+                if (std::get<BatchNorm2d>(node.spec).config.relu) reads.push_back(b.output);
             }
             layer_ops_[l].backward_weight =
                 add_op(n + ".backward_weight", OpRole::backward_weight, l, reads, b.param_gradients, false);

@@ -378,6 +378,49 @@ TEST_CASE("batch norm (own kernels): statistics, running averages, backward data
     check_bitwise(grvar2.host(), grvar.host(), "running variance, second run");
 }
 
+TEST_CASE("batch norm with a fused ReLU gives the bits of batch norm then ReLU (own kernels)") {
+    TestLane lane;
+    for (const Shape4 in : {Shape4{4, 3, 5, 5}, Shape4{4, 3, 8, 8}}) {  // one float and 16 bytes a step
+        CAPTURE(in.h);
+        BatchNormConfig fused_config;
+        fused_config.relu = true;
+        const BatchNorm2d plain(in, {}), fused(in, fused_config);
+        const Relu relu(in);
+        const std::size_t n = in.elements(), c = in.c;
+        const DeviceVector<float> gx(to_float(random_values<double>(n, 71, -2.0, 3.0)));
+        const DeviceVector<float> ggamma(to_float(random_values<double>(c, 72, 0.5, 1.5)));
+        const DeviceVector<float> gbeta(to_float(random_values<double>(c, 73)));
+        const DeviceVector<float> gdy(to_float(random_values<double>(n, 74)));
+        // Separate layers: y = relu(bn(x)), then dbn = relu'(y) dy into batch norm's backward.
+        DeviceVector<float> bn_y(n), y(n), dbn(n), dx(n), mean(c), inv(c), rmean(c, 0.0f), rvar(c, 1.0f), dgamma(c),
+            dbeta(c);
+        cuda::batch_norm_forward_training(lane(), plain, gx.view(in), ggamma.get(), gbeta.get(), bn_y.view(in),
+                                          mean.get(), inv.get(), rmean.get(), rvar.get());
+        cuda::relu_forward(lane(), relu, bn_y.view(in), y.view(in), whole_batch(in));
+        cuda::relu_backward_data(lane(), relu, y.view(in), gdy.view(in), dbn.view(in), whole_batch(in));
+        cuda::batch_norm_backward_data(lane(), plain, gx.view(in), dbn.view(in), ggamma.get(), mean.get(), inv.get(),
+                                       dx.view(in));
+        cuda::batch_norm_backward_weight(lane(), plain, gx.view(in), dbn.view(in), mean.get(), inv.get(),
+                                         dgamma.get(), dbeta.get());
+        // One layer.
+        DeviceVector<float> fy(n), fdx(n), fmean(c), finv(c), frmean(c, 0.0f), frvar(c, 1.0f), fdgamma(c), fdbeta(c);
+        cuda::batch_norm_forward_training(lane(), fused, gx.view(in), ggamma.get(), gbeta.get(), fy.view(in),
+                                          fmean.get(), finv.get(), frmean.get(), frvar.get());
+        cuda::batch_norm_backward_data(lane(), fused, gx.view(in), gdy.view(in), ggamma.get(), fmean.get(),
+                                       finv.get(), fdx.view(in), fy.view(in));
+        cuda::batch_norm_backward_weight(lane(), fused, gx.view(in), gdy.view(in), fmean.get(), finv.get(),
+                                         fdgamma.get(), fdbeta.get(), fy.view(in));
+        check_bitwise(fy.host(), y.host(), "fused forward");
+        check_bitwise(frvar.host(), rvar.host(), "fused running variance");
+        check_bitwise(fdx.host(), dx.host(), "fused backward data");
+        check_bitwise(fdgamma.host(), dgamma.host(), "fused dgamma");
+        check_bitwise(fdbeta.host(), dbeta.host(), "fused dbeta");
+        CHECK_THROWS_WITH_AS(cuda::batch_norm_backward_data(lane(), fused, gx.view(in), gdy.view(in), ggamma.get(),
+                                                            fmean.get(), finv.get(), fdx.view(in)),
+                             doctest::Contains("fused ReLU and needs its output"), ShapeError);
+    }
+}
+
 TEST_CASE("elementwise kernels give the float reference's bits: ReLU, add, dropout, gradient sum, SGD") {
     TestLane lane;
     const Shape4 s{5, 3, 4, 4};

@@ -280,7 +280,7 @@ TEST_CASE("one iteration through the graph equals a hand-written step with a cop
     relu_forward<float>(Relu(cr.out), cview(sum, cr.out), view(res, cr.out), all);
     auto pooled = make(gap.out), dropped = make(gap.out), logits = make(fc.out), probs = make(fc.out);
     pool_forward<float>(gap, cview(res, gap.in), view(pooled, gap.out), all);
-    const DropoutKey key{tg.seed, net.layer_id("drop"), 0};
+    const DropoutKey key{tg.seed, 0, 0};  // the net's first (only) dropout layer
     dropout_forward<float>(drop, key, cview(pooled, gap.out), view(dropped, gap.out), all);
     fully_connected_forward<float>(fc, cview(dropped, fc.in), w_fc.data(), b_fc.data(), view(logits, fc.out), all);
     std::vector<float> per_image(N);

@@ -4,6 +4,7 @@
 // bits of one whole-batch call and touches no other image.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "nn/gradient_sum.hpp"
@@ -127,6 +128,48 @@ TEST_CASE("convolution shapes and errors") {
                          doctest::Contains("does not fit a 2x2 input"), ShapeError);
     CHECK_THROWS_WITH_AS(Conv2d(Shape4{1, 3, 8, 8}, ConvConfig{4, 3, 1, 1, 2, true}),
                          doctest::Contains("do not divide into 2 groups"), ShapeError);
+}
+
+TEST_CASE("batch norm with a fused ReLU: the bits of batch norm then ReLU, and its output is required") {
+    const Shape4 in{3, 2, 4, 5};
+    BatchNormConfig with_relu;
+    with_relu.relu = true;
+    const BatchNorm2d plain(in, {}), fused(in, with_relu);
+    const Relu relu(in);
+    const std::size_t n = in.elements();
+    const auto x = random_values<float>(n, 81, -2.0, 2.0);
+    const auto dy = random_values<float>(n, 82);
+    const std::vector<float> gamma{1.25f, 0.5f}, beta{0.25f, -0.5f};
+    std::vector<float> bn_y(n), y(n), dbn(n), dx(n), mean(2), inv(2), rmean(2, 0.0f), rvar(2, 1.0f), dgamma(2), dbeta(2);
+    batch_norm_forward_training<float>(plain, cview(x, in), gamma.data(), beta.data(), view(bn_y, in), mean.data(),
+                                       inv.data(), rmean.data(), rvar.data());
+    relu_forward<float>(relu, cview(bn_y, in), view(y, in), whole_batch(in));
+    relu_backward_data<float>(relu, cview(y, in), cview(dy, in), view(dbn, in), whole_batch(in));
+    batch_norm_backward_data<float>(plain, cview(x, in), cview(dbn, in), gamma.data(), mean.data(), inv.data(),
+                                    view(dx, in));
+    batch_norm_backward_weight<float>(plain, cview(x, in), cview(dbn, in), mean.data(), inv.data(), dgamma.data(),
+                                      dbeta.data());
+
+    std::vector<float> fy(n), fdx(n), fmean(2), finv(2), frmean(2, 0.0f), frvar(2, 1.0f), fdgamma(2), fdbeta(2);
+    batch_norm_forward_training<float>(fused, cview(x, in), gamma.data(), beta.data(), view(fy, in), fmean.data(),
+                                       finv.data(), frmean.data(), frvar.data());
+    batch_norm_backward_data<float>(fused, cview(x, in), cview(dy, in), gamma.data(), fmean.data(), finv.data(),
+                                    view(fdx, in), cview(fy, in));
+    batch_norm_backward_weight<float>(fused, cview(x, in), cview(dy, in), fmean.data(), finv.data(), fdgamma.data(),
+                                      fdbeta.data(), cview(fy, in));
+    CHECK(std::count(y.begin(), y.end(), 0.0f) > 0);  // the mask has work to do
+    CHECK(same_bits(fy, y));
+    CHECK(same_bits(fdx, dx));
+    CHECK(same_bits(fdgamma, dgamma));
+    CHECK(same_bits(fdbeta, dbeta));
+    CHECK(same_bits(frvar, rvar));
+    CHECK_THROWS_WITH_AS(batch_norm_backward_data<float>(fused, cview(x, in), cview(dy, in), gamma.data(),
+                                                         fmean.data(), finv.data(), view(fdx, in)),
+                         doctest::Contains("batch norm backward_data: the layer has a fused ReLU and needs its output"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(batch_norm_backward_weight<float>(fused, cview(x, in), cview(dy, in), fmean.data(),
+                                                           finv.data(), fdgamma.data(), fdbeta.data()),
+                         doctest::Contains("backward_weight: the layer has a fused ReLU"), ShapeError);
 }
 
 TEST_CASE("batch norm gradients and statistics (training mode)") {

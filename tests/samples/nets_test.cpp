@@ -416,4 +416,54 @@ TEST_CASE("network builder checks: names, concat inputs, losses") {
     CHECK_THROWS_WITH_AS(nl.finish(), doctest::Contains("no softmax loss"), ShapeError);
 }
 
+TEST_CASE("fusing ReLUs into batch norms: only a batch norm's unread output, once") {
+    NetworkBuilder b("fuse", Shape4{2, 3, 8, 8});
+    b.fuse_batch_norm_relu(true);
+    const TensorId c = b.conv("conv", b.images(), ConvConfig{4, 3, 1, 1, 1, false});
+    const TensorId bn = b.batch_norm("bn", c);
+    const TensorId r = b.relu("relu", bn);
+    CHECK(r == bn);  // no layer: the batch norm took the ReLU on
+    const TensorId again = b.relu("relu_again", r);  // its output is a ReLU's already: a layer of its own
+    CHECK(again != r);
+    const TensorId bn2 = b.batch_norm("bn2", c);
+    const TensorId read = b.add("read", bn2, bn2);
+    const TensorId late = b.relu("late", bn2);  // bn2's raw output is read already: not fused
+    CHECK(late != bn2);
+    const TensorId not_bn = b.relu("not_bn", c);  // not a batch norm's output
+    CHECK(not_bn != c);
+    b.softmax_loss("loss", b.fully_connected("fc", b.add("sum", b.add("s", again, read), b.add("t", late, not_bn)),
+                                             FullyConnectedConfig{3, true}));
+    const Network net = b.finish();
+    CHECK(std::get<BatchNorm2d>(net.layer(net.layer_id("bn")).spec).config.relu);
+    CHECK_FALSE(std::get<BatchNorm2d>(net.layer(net.layer_id("bn2")).spec).config.relu);
+    CHECK_FALSE(net.find_layer("relu"));
+    CHECK(net.find_layer("relu_again"));
+    CHECK(net.find_layer("late"));
+    CHECK(net.find_layer("not_bn"));
+}
+
+TEST_CASE("fused nets: every ReLU after a batch norm folds, the rest stays") {
+    for (const char* name : {"resnet50", "inception_v3", "googlenet"}) {
+        CAPTURE(name);
+        NetConfig c = config(name);
+        c.image = default_image(name);
+        const Network plain = make_network(c);
+        c.fuse_batch_norm_relu = true;
+        const Network fused = make_network(c);
+        std::size_t relus_after_bn = 0, fused_bns = 0;
+        for (const LayerNode& l : plain.layers())
+            if (std::holds_alternative<Relu>(l.spec) && plain.tensor(l.inputs[0]).producer &&
+                std::holds_alternative<BatchNorm2d>(plain.layer(*plain.tensor(l.inputs[0]).producer).spec))
+                ++relus_after_bn;
+        for (const LayerNode& l : fused.layers())
+            if (const auto* bn = std::get_if<BatchNorm2d>(&l.spec); bn && bn->config.relu) ++fused_bns;
+        CHECK(fused_bns == relus_after_bn);
+        CHECK(fused.layers().size() == plain.layers().size() - relus_after_bn);
+        CHECK(fused.parameter_count() == plain.parameter_count());
+        if (std::string(name) == "resnet50") CHECK(relus_after_bn == 33);  // the stem and two per bottleneck
+        if (std::string(name) == "inception_v3") CHECK(relus_after_bn == 96);  // one per BasicConv2d, AuxLogits' two included
+        if (std::string(name) == "googlenet") CHECK(relus_after_bn == 0);  // no batch norm
+    }
+}
+
 }  // TEST_SUITE

@@ -117,6 +117,7 @@ Touches touches_of(const bound::Args& args) {
                        t.ptr(a.saved_mean, false, "saved_mean");
                        t.ptr(a.saved_inv_std, false, "saved_inv_std");
                        t.out(a.dx, "dx");
+                       t.in(a.y, "y");
                    },
                    [&](const bound::BnBackwardWeight& a) {
                        t.in(a.x, "x");
@@ -125,6 +126,7 @@ Touches touches_of(const bound::Args& args) {
                        t.ptr(a.saved_inv_std, false, "saved_inv_std");
                        t.ptr(a.dgamma, true, "dgamma");
                        t.ptr(a.dbeta, true, "dbeta");
+                       t.in(a.y, "y");
                    },
                    [&](const bound::ReluForward& a) {
                        t.in(a.x, "x");

@@ -11,6 +11,7 @@
 #include "near_host.hpp"
 #include "samples_test_util.hpp"
 #include "train/host_model.hpp"
+#include "train/net_settings.hpp"
 #include "train/synthetic_data.hpp"
 
 using namespace samples_test;
@@ -94,6 +95,64 @@ TEST_CASE("split batches give the bits of whole batches on the sample nets") {
         const WeightComparison cmp = compare_weights(whole, parts);
         CHECK_MESSAGE(cmp.identical, cmp.describe());
         CHECK(whole.loss() == parts.loss());
+    }
+}
+
+TEST_CASE("ReLUs fused into batch norms train to the bits of the separate layers") {
+    TrainConfig r = small("resnet18", 0);
+    r.model.batch = 4;
+    TrainConfig v = small("inception_v3", 0);  // dropout before the classifier: its masks must not move
+    v.model.image = smallest_image(v.model);
+    v.model.width_scale = 0.125;
+    v.model.batch = 2;
+    for (TrainConfig c : {r, v}) {
+        CAPTURE(c.model.net);
+        const TrainingGraph plain = build_training_graph(c);
+        c.model.fuse_batch_norm_relu = true;
+        const TrainingGraph fused = build_training_graph(c);
+        REQUIRE(fused.network.layers().size() < plain.network.layers().size());
+        HostModel a(plain), b(fused);
+        SerialRunOptions split;
+        split.parts = 2;  // the ops around the fused ones split as before
+        for (int i = 0; i < 2; ++i) {
+            a.run_serial_iteration();
+            b.run_serial_iteration(split);
+        }
+        CHECK(a.loss() == b.loss());
+        // Every parameter and every state buffer (running statistics), by layer name.
+        std::size_t compared = 0;
+        for (const LayerNode& l : fused.network.layers()) {
+            CAPTURE(l.name);
+            const LayerBuffers& fb = fused.layers[fused.network.layer_id(l.name)];
+            const LayerBuffers& pb = plain.layers[plain.network.layer_id(l.name)];
+            REQUIRE(fb.params.size() == pb.params.size());
+            REQUIRE(fb.aux.size() == pb.aux.size());
+            for (std::size_t i = 0; i < fb.params.size(); ++i, ++compared)
+                CHECK(same_bits(a.values(pb.params[i]), b.values(fb.params[i])));
+            for (std::size_t i = 0; i < fb.aux.size(); ++i, ++compared)
+                CHECK(same_bits(a.values(pb.aux[i]), b.values(fb.aux[i])));
+        }
+        CHECK(compared > 100);
+    }
+}
+
+TEST_CASE("a profile's network settings say whether ReLUs are fused, and rebuild that graph") {
+    NetConfig c = small("resnet18", 0).model;
+    for (bool fuse : {false, true}) {
+        CAPTURE(fuse);
+        c.fuse_batch_norm_relu = fuse;
+        const braid::ProfileSettings s = net_settings(c);
+        CHECK(s.contains("fuse_bn_relu") == fuse);  // profiles from before the option read as unfused
+        const std::optional<NetConfig> back = net_config_from_settings(s);
+        REQUIRE(back);
+        CHECK(back->fuse_batch_norm_relu == fuse);
+        TrainConfig tc;
+        tc.model = *back;
+        const TrainingGraph tg = build_training_graph(tc);
+        CHECK(net_estimates(s, tg.graph));  // the fingerprint check passes for the graph the settings describe
+        tc.model.fuse_batch_norm_relu = !fuse;
+        CHECK_THROWS_WITH_AS(net_estimates(s, build_training_graph(tc).graph), doctest::Contains("profile it again"),
+                             braid::ProfileError);
     }
 }
 
