@@ -254,15 +254,18 @@ std::size_t check_bindings(const TrainingGraph& tg) {
 TEST_SUITE("cpu") {
 
 TEST_CASE("one binder for every backend: each op's record touches exactly the buffers the op declares") {
-    for (const std::string& name : network_names()) {
-        CAPTURE(name);
-        TrainConfig c;
-        c.model.net = name;
-        c.model.batch = 2;
-        c.model.image = default_image(name);
-        const TrainingGraph tg = build_training_graph(c);
-        CHECK(check_bindings(tg) == tg.graph.op_count());
-    }
+    for (const std::string& name : network_names())
+        for (bool fused : {false, true}) {  // a fused ReLU's backward reads the output too
+            CAPTURE(name);
+            CAPTURE(fused);
+            TrainConfig c;
+            c.model.net = name;
+            c.model.batch = 2;
+            c.model.image = default_image(name);
+            c.model.fuse_batch_norm_relu = fused;
+            const TrainingGraph tg = build_training_graph(c);
+            CHECK(check_bindings(tg) == tg.graph.op_count());
+        }
 }
 
 TEST_CASE("the binder refuses an op that is not in the graph, naming it") {
