@@ -329,8 +329,8 @@ TrainingGraph make_training_graph(const Options& o, std::string& label) {
     }
     config.model.aux_classifiers = !o.no_aux;
     const NetConfig& m = config.model;
-    label = fmt::format("{}: batch {}, {}x{} images, {} classes, width scale {}", m.net, m.batch, m.image, m.image,
-                        m.classes, m.width_scale);
+    label = fmt::format("{}: batch {}, {}x{} images, {} classes, width scale {}{}", m.net, m.batch, m.image, m.image,
+                        m.classes, m.width_scale, m.fuse_batch_norm_relu ? ", ReLUs fused into batch norms" : "");
     return build_training_graph(config);
 }
 

@@ -124,8 +124,9 @@ Problem load_problem(const Options& o) {
         tc.model.aux_classifiers = !o.no_aux;
         tc.model.fuse_batch_norm_relu = o.fuse_bn_relu;
         p.training = braid::samples::build_training_graph(tc);
-        p.what = fmt::format("{}, batch {}, {}x{}, {} classes{}", o.net, o.batch, o.image, o.image, o.classes,
-                             o.width_scale != 1.0 ? fmt::format(", width x{}", o.width_scale) : "");
+        p.what = fmt::format("{}, batch {}, {}x{}, {} classes{}{}", o.net, o.batch, o.image, o.image, o.classes,
+                             o.width_scale != 1.0 ? fmt::format(", width x{}", o.width_scale) : "",
+                             o.fuse_bn_relu ? ", ReLUs fused into batch norms" : "");
     }
     p.device = pick_device(o, nullptr);
     pick_calibration(o, p);

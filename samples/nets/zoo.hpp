@@ -31,7 +31,7 @@ struct NetConfig {
 // What --fuse-bn-relu says in every tool that builds bundled nets.
 inline constexpr const char* fuse_batch_norm_relu_help =
     "fold every ReLU that follows a batch norm into it (ResNets, Inception-v3): same results, one pass over the "
-    "activations and one buffer less per pair";
+    "activations and two buffers fewer per pair";
 
 // "googlenet", "resnet18", ..., "resnet152", "inception_v3".
 std::vector<std::string> network_names();

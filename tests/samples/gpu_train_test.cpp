@@ -141,6 +141,45 @@ TEST_CASE("braid, nimble and glp4nn plans give the serial bits on the GPU, eager
     }
 }
 
+TEST_CASE("ReLUs fused into batch norms give the bits of the separate layers on the GPU") {
+    TrainConfig v = small("inception_v3");  // its fused outputs are concat slices
+    v.model.image = 75;
+    v.model.aux_classifiers = false;
+    for (TrainConfig c : {small("resnet18"), v}) {
+        CAPTURE(c.model.net);
+        CudaRunOptions o;
+        o.deterministic = true;  // the process's algorithm cache gives both graphs the same convolutions
+        const TrainingGraph plain = build_training_graph(c);
+        c.model.fuse_batch_norm_relu = true;
+        const TrainingGraph fused = build_training_graph(c);
+        double plain_loss = 0.0, fused_loss = 0.0;
+        const WeightSnapshot a = train(plain, braid::strategy::serial(plain.graph), o, 2, &plain_loss);
+        const WeightSnapshot b = train(fused, braid::strategy::serial(fused.graph), o, 2, &fused_loss);
+        CHECK(plain_loss == fused_loss);
+        std::size_t compared = 0, different = 0;
+        for (const LayerNode& l : fused.network.layers()) {
+            const LayerBuffers& fb = fused.layers[fused.network.layer_id(l.name)];
+            const LayerBuffers& pb = plain.layers[plain.network.layer_id(l.name)];
+            REQUIRE(fb.params.size() == pb.params.size());
+            REQUIRE(fb.aux.size() == pb.aux.size());
+            std::vector<std::pair<braid::BufferId, braid::BufferId>> pairs;
+            for (std::size_t i = 0; i < fb.params.size(); ++i) pairs.emplace_back(pb.params[i], fb.params[i]);
+            for (std::size_t i = 0; i < fb.aux.size(); ++i) pairs.emplace_back(pb.aux[i], fb.aux[i]);
+            for (const auto& [pa, fa] : pairs) {
+                ++compared;
+                const bool same = a.buffers[pa].size() == b.buffers[fa].size() &&
+                                  std::memcmp(a.buffers[pa].data(), b.buffers[fa].data(), a.buffers[pa].size()) == 0;
+                if (!same) {
+                    ++different;
+                    MESSAGE("differs: " << l.name);
+                }
+            }
+        }
+        CHECK(compared > 50);
+        CHECK(different == 0);
+    }
+}
+
 TEST_CASE("every op in 3 parts: the split granule gives the whole-batch bits, plain parts stay within tolerance") {
     for (const std::string net : {"googlenet", "resnet18"}) {
         CAPTURE(net);
