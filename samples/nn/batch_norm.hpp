@@ -3,9 +3,9 @@
 // backward, and updates running statistics with the unbiased variance (as
 // PyTorch and cuDNN do). Needs the whole batch: no pass is splittable.
 // With `relu` the layer also applies the ReLU that follows it (y = max(bn(x),
-// 0)) and its backward counts dy only where y > 0, so one pass over the
-// activations and one buffer replace a separate ReLU layer, with the same
-// bits as the two layers (NetworkBuilder::fuse_batch_norm_relu folds them).
+// 0)) and its backward counts dy only where y > 0: a separate ReLU layer's
+// pass over the activations and two of its buffers go, with the bits of the
+// two layers (NetworkBuilder::fuse_batch_norm_relu folds them).
 #pragma once
 
 #include <cstdint>
@@ -60,6 +60,5 @@ template <class T>
 void batch_norm_backward_weight(const BatchNorm2d& layer, TensorView<const T> x, TensorView<const T> dy,
                                 const T* saved_mean, const T* saved_inv_std, T* dgamma, T* dbeta,
                                 TensorView<const T> y = {});
-
 
 }  // namespace braid::samples
