@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
     CLI::Option* aux = app.add_flag("--no-aux", no_aux,
                                     "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
     CLI::Option* fuse = app.add_flag("--fuse-bn-relu", m.fuse_batch_norm_relu, braid::samples::fuse_batch_norm_relu_help);
+    CLI::Option* share =
+        app.add_flag("--share-bn-sums", m.share_batch_norm_sums, braid::samples::share_batch_norm_sums_help);
     CLI::Option* gpu = app.add_option("--gpu", opt.device, "CUDA device ordinal of the GPU to profile")
                            ->check(CLI::Range(0, 1023))
                            ->capture_default_str();
@@ -94,7 +96,7 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
     m.aux_classifiers = !no_aux;
     if (image->count() == 0) m.image = braid::samples::default_image(opt.network);
-    for (const CLI::Option* o : {batch, image, classes, width, aux, fuse})
+    for (const CLI::Option* o : {batch, image, classes, width, aux, fuse, share})
         if (o->count() > 0 && opt.network == "demo") {
             std::fprintf(stderr, "braid-profile: %s sizes a bundled net; the demo has a fixed size (give --net NAME)\n",
                          o->get_name().c_str());

@@ -330,7 +330,7 @@ TrainingGraph make_training_graph(const Options& o, std::string& label) {
     config.model.aux_classifiers = !o.no_aux;
     const NetConfig& m = config.model;
     label = fmt::format("{}: batch {}, {}x{} images, {} classes, width scale {}{}", m.net, m.batch, m.image, m.image,
-                        m.classes, m.width_scale, m.fuse_batch_norm_relu ? ", ReLUs fused into batch norms" : "");
+                        m.classes, m.width_scale, net_variants(m));
     return build_training_graph(config);
 }
 
@@ -478,10 +478,11 @@ int main(int argc, char** argv) {
     CLI::Option* no_aux =
         app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
     CLI::Option* fuse = app.add_flag("--fuse-bn-relu", m.fuse_batch_norm_relu, fuse_batch_norm_relu_help);
+    CLI::Option* share = app.add_flag("--share-bn-sums", m.share_batch_norm_sums, share_batch_norm_sums_help);
     app.add_option("--prototxt", o.prototxt,
                    "train a Caffe net definition instead of --net (docs/caffe.md); --batch, --image and --classes, "
                    "when given, override the file's")
-        ->excludes(net, width, no_aux, fuse);
+        ->excludes(net, width, no_aux, fuse, share);
     app.add_option("--lr", o.train.optimizer.learning_rate, "SGD learning rate")->capture_default_str();
     app.add_option("--momentum", o.train.optimizer.momentum, "SGD momentum")->capture_default_str();
     app.add_option("--weight-decay", o.train.optimizer.weight_decay, "L2 weight decay of weights")

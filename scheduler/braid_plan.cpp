@@ -34,6 +34,7 @@ struct Options {
     double width_scale = 1.0;
     bool no_aux = false;
     bool fuse_bn_relu = false;
+    bool share_bn_sums = false;
     std::string profile;
     std::string prototxt;
     braid::samples::PrototxtOptions prototxt_options;  // what the command line sets over the prototxt
@@ -123,10 +124,11 @@ Problem load_problem(const Options& o) {
         tc.model.width_scale = o.width_scale;
         tc.model.aux_classifiers = !o.no_aux;
         tc.model.fuse_batch_norm_relu = o.fuse_bn_relu;
+        tc.model.share_batch_norm_sums = o.share_bn_sums;
         p.training = braid::samples::build_training_graph(tc);
         p.what = fmt::format("{}, batch {}, {}x{}, {} classes{}{}", o.net, o.batch, o.image, o.image, o.classes,
                              o.width_scale != 1.0 ? fmt::format(", width x{}", o.width_scale) : "",
-                             o.fuse_bn_relu ? ", ReLUs fused into batch norms" : "");
+                             braid::samples::net_variants(tc.model));
     }
     p.device = pick_device(o, nullptr);
     pick_calibration(o, p);
@@ -292,13 +294,15 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     CLI::Option* no_aux = app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
     CLI::Option* fuse = app.add_flag("--fuse-bn-relu", o.fuse_bn_relu, braid::samples::fuse_batch_norm_relu_help);
+    CLI::Option* share = app.add_flag("--share-bn-sums", o.share_bn_sums, braid::samples::share_batch_norm_sums_help);
     CLI::Option* profile =
         app.add_option("--profile", o.profile, "plan the graph and measured costs of a braid-profile profile.json instead");
     app.add_option("--prototxt", o.prototxt,
                    "plan a Caffe net definition instead (docs/caffe.md); --batch, --image and --classes, when given, "
                    "override the file's")
-        ->excludes(net, width, no_aux, profile, fuse);
+        ->excludes(net, width, no_aux, profile, fuse, share);
     fuse->excludes(profile);  // a profile carries its own graph
+    share->excludes(profile);
     CLI::Option* device = app.add_option("--device", o.device, std::string(braid::cli::device_help) +
                                                                   "; default: the profile's, else h200");
     braid::cli::add_deprecated(app, "--device-json", o.device_json, "--device FILE", device);

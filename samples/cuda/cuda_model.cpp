@@ -211,7 +211,7 @@ CudaBody CudaModel::make_body(OpId id) {
             [](const bound::BnBackwardData& a) -> CudaBody {
                 return [=](Lane& lane, const Ctx&) {
                     cuda::batch_norm_backward_data(lane, a.layer, a.x, a.dy, a.gamma, a.saved_mean, a.saved_inv_std,
-                                                   a.dx, a.y);
+                                                   a.dx, a.y, a.dgamma, a.dbeta);
                 };
             },
             [](const bound::BnBackwardWeight& a) -> CudaBody {

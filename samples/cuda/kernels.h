@@ -108,10 +108,18 @@ struct BatchNormArgs {
 cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages x, const float* gamma,
                                       const float* beta, DeviceImages y, float* saved_mean, float* saved_inv_std,
                                       float* running_mean, float* running_var, double* scratch, cudaStream_t stream);
-// y: the output of a fused ReLU, whose mask applies to dy; y.data null without one.
+// The two channel sums as backward_weight wrote them (dgamma = sum dy *
+// xhat, dbeta = sum dy); both null: backward_data computes its own.
+struct BatchNormSums {
+    const float* dgamma = nullptr;
+    const float* dbeta = nullptr;
+};
+// y: the output of a fused ReLU, whose mask applies to dy; y.data null
+// without one. With `sums` one pass (dx) and no scratch; without, the sums
+// pass first into scratch.
 cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                             const float* gamma, const float* saved_mean, const float* saved_inv_std,
-                                            DeviceImages dx, double* scratch, cudaStream_t stream);
+                                            BatchNormSums sums, DeviceImages dx, double* scratch, cudaStream_t stream);
 cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                               const float* saved_mean, const float* saved_inv_std, float* dgamma,
                                               float* dbeta, double* scratch, cudaStream_t stream);

@@ -69,6 +69,7 @@ TensorId NetworkBuilder::conv(std::string name, TensorId x, ConvConfig config) {
     return add_layer(std::move(name), {x}, [&](const std::vector<Shape4>& s) { return Conv2d(s[0], config); });
 }
 TensorId NetworkBuilder::batch_norm(std::string name, TensorId x, BatchNormConfig config) {
+    config.share_sums = config.share_sums || share_batch_norm_sums_;
     return add_layer(std::move(name), {x}, [&](const std::vector<Shape4>& s) { return BatchNorm2d(s[0], config); });
 }
 TensorId NetworkBuilder::relu(std::string name, TensorId x) {

@@ -76,6 +76,9 @@ public:
     // activations. The ReLU's name is not in the network. The caller must
     // not read x again as the batch norm's raw output.
     void fuse_batch_norm_relu(bool on) noexcept { fuse_batch_norm_relu_ = on; }
+    // From now on, every batch norm's backward_data takes its two channel
+    // sums from its backward_weight (BatchNormConfig::share_sums).
+    void share_batch_norm_sums(bool on) noexcept { share_batch_norm_sums_ = on; }
 
     TensorId conv(std::string name, TensorId x, ConvConfig config);
     TensorId batch_norm(std::string name, TensorId x, BatchNormConfig config = {});
@@ -100,6 +103,7 @@ private:
 
     Network net_;
     bool fuse_batch_norm_relu_ = false;
+    bool share_batch_norm_sums_ = false;
 };
 
 }  // namespace braid::samples

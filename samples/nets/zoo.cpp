@@ -10,6 +10,13 @@ std::vector<std::string> network_names() {
 
 std::uint32_t default_image(std::string_view net) { return net == "inception_v3" ? 299 : 224; }
 
+std::string net_variants(const NetConfig& c) {
+    std::string s;
+    if (c.fuse_batch_norm_relu) s += ", ReLUs fused into batch norms";
+    if (c.share_batch_norm_sums) s += ", batch-norm sums shared";
+    return s;
+}
+
 bool has_aux_classifiers(std::string_view net) { return net == "googlenet" || net == "inception_v3"; }
 
 std::uint32_t scaled_channels(std::uint32_t channels, double width_scale) {

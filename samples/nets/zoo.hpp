@@ -26,12 +26,23 @@ struct NetConfig {
     // fuse_batch_norm_relu): ResNets and Inception-v3; same results, fewer
     // passes over the activations.
     bool fuse_batch_norm_relu = false;
+    // Every batch norm's backward_data reuses the sums of its backward_weight
+    // (NetworkBuilder::share_batch_norm_sums): one pass over x and dy fewer
+    // per batch norm, and dx waits for the weight gradient.
+    bool share_batch_norm_sums = false;
 };
 
-// What --fuse-bn-relu says in every tool that builds bundled nets.
+// What --fuse-bn-relu and --share-bn-sums say in every tool that builds bundled nets.
 inline constexpr const char* fuse_batch_norm_relu_help =
     "fold every ReLU that follows a batch norm into it (ResNets, Inception-v3): same results, one pass over the "
     "activations and two buffers fewer per pair";
+inline constexpr const char* share_batch_norm_sums_help =
+    "batch norms' data gradients reuse the channel sums of their weight gradients (ResNets, Inception-v3): one "
+    "pass over the activations and their gradients fewer per batch norm; dx then waits for the weight gradient";
+
+// The graph variants a config asks for, for labels: "" or ", ReLUs fused
+// into batch norms" and/or ", batch-norm sums shared".
+std::string net_variants(const NetConfig& c);
 
 // "googlenet", "resnet18", ..., "resnet152", "inception_v3".
 std::vector<std::string> network_names();

@@ -6,6 +6,10 @@
 // 0)) and its backward counts dy only where y > 0: a separate ReLU layer's
 // pass over the activations and two of its buffers go, with the bits of the
 // two layers (NetworkBuilder::fuse_batch_norm_relu folds them).
+// With `share_sums` backward_data takes the two per-channel sums from
+// backward_weight's results (dbeta = sum dy, dgamma = sum dy * xhat) instead
+// of reading x and dy once more for them: one pass over two activations
+// fewer per layer, and dx waits for backward_weight.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +23,7 @@ struct BatchNormConfig {
     float epsilon = 1e-5f;
     float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch
     bool relu = false;      // a fused ReLU on the output
+    bool share_sums = false;  // backward_data reads dgamma, dbeta (backward_weight's) for its sums
 };
 
 struct BatchNorm2d {
@@ -47,14 +52,19 @@ struct BatchNorm2d {
 template <class T>
 void batch_norm_forward_training(const BatchNorm2d& layer, TensorView<const T> x, const T* gamma, const T* beta,
                                  TensorView<T> y, T* saved_mean, T* saved_inv_std, T* running_mean, T* running_var);
-// dx from dy. Recomputes the two per-channel sums the weight gradient also
-// needs, so that dx does not wait for backward_weight. With config.relu, `y`
-// is the layer's output and dy counts where y > 0 (as ReLU's backward has
-// it); without, y is not read.
+// dx from dy. Without config.share_sums it recomputes the two per-channel
+// sums the weight gradient also needs, so that dx does not wait for
+// backward_weight; with it, they are `dgamma` and `dbeta` as
+// batch_norm_backward_weight wrote them (required then, unread otherwise).
+// With config.relu, `y` is the layer's output and dy counts where y > 0 (as
+// ReLU's backward has it); without, y is not read.
 template <class T>
 void batch_norm_backward_data(const BatchNorm2d& layer, TensorView<const T> x, TensorView<const T> dy, const T* gamma,
                               const T* saved_mean, const T* saved_inv_std, TensorView<T> dx,
-                              TensorView<const T> y = {});
+                              TensorView<const T> y = {}, const T* dgamma = nullptr, const T* dbeta = nullptr);
+// Refuses backward_data of a layer with shared sums without dgamma and
+// dbeta (both backends call it, so both say the same).
+void check_shared_sums(const BatchNorm2d& layer, const void* dgamma, const void* dbeta);
 // dgamma = sum(dy * xhat), dbeta = sum(dy) per channel (dy masked as above).
 template <class T>
 void batch_norm_backward_weight(const BatchNorm2d& layer, TensorView<const T> x, TensorView<const T> dy,

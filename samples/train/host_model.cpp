@@ -157,7 +157,7 @@ HostBody HostModel::make_body(OpId id) {
             [](const bound::BnBackwardData& a) -> HostBody {
                 return [=](const Ctx&) {
                     batch_norm_backward_data<float>(a.layer, a.x, a.dy, a.gamma, a.saved_mean, a.saved_inv_std, a.dx,
-                                                    a.y);
+                                                    a.y, a.dgamma, a.dbeta);
                 };
             },
             [](const bound::BnBackwardWeight& a) -> HostBody {

@@ -88,9 +88,15 @@ private:
                                         ptr(b.aux[BatchNorm2d::running_mean]),
                                         ptr(b.aux[BatchNorm2d::running_var])};
             const bound::In mask = n->config.relu ? cview(b.output) : bound::In{};
-            if (role == OpRole::backward_data)
-                return bound::BnBackwardData{*n, cview(b.inputs[0]), dy(), ptr(b.params[0]), saved_mean, saved_inv_std,
-                                             dx(), mask};
+            if (role == OpRole::backward_data) {
+                const bool shared = n->config.share_sums;
+                return bound::BnBackwardData{*n,           cview(b.inputs[0]),
+                                             dy(),         ptr(b.params[0]),
+                                             saved_mean,   saved_inv_std,
+                                             dx(),         mask,
+                                             shared ? ptr(b.param_gradients[0]) : nullptr,
+                                             shared ? ptr(b.param_gradients[1]) : nullptr};
+            }
             if (role == OpRole::backward_weight)
                 return bound::BnBackwardWeight{*n, cview(b.inputs[0]), dy(), saved_mean, saved_inv_std,
                                                ptr(b.param_gradients[0]), ptr(b.param_gradients[1]), mask};

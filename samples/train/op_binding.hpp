@@ -100,6 +100,9 @@ struct BnBackwardData {
     const float* saved_inv_std;
     Out dx;
     In y;  // the output, with a fused ReLU (its mask); empty without
+    // With shared sums, backward_weight's results; null without.
+    const float* dgamma = nullptr;
+    const float* dbeta = nullptr;
 };
 struct BnBackwardWeight {
     BatchNorm2d layer;

@@ -15,7 +15,7 @@ std::string describe_network(const NetConfig& c) {
     const bool aux_off = has_aux_classifiers(c.net) && !c.aux_classifiers;
     return fmt::format("{}{}{}: batch {}, {}x{} images, {} classes, width scale {}", c.net,
                        aux_off ? " without auxiliary classifiers" : "",
-                       c.fuse_batch_norm_relu ? ", ReLUs fused into batch norms" : "", c.batch, c.image, c.image,
+                       net_variants(c), c.batch, c.image, c.image,
                        c.classes, c.width_scale);
 }
 
@@ -37,7 +37,9 @@ std::string window_of(const LayerSpec& spec) {
         return fmt::format("{}x{}/{}{}{}", p->kernel_h, p->kernel_w, p->stride, pad_text(Size2{p->pad}),
                            p->config.ceil_mode ? " ceil" : "");
     }
-    if (const auto* b = std::get_if<BatchNorm2d>(&spec); b && b->config.relu) return "+relu";
+    if (const auto* b = std::get_if<BatchNorm2d>(&spec); b && (b->config.relu || b->config.share_sums))
+        return std::string(b->config.relu ? "+relu" : "") + (b->config.relu && b->config.share_sums ? " " : "") +
+               (b->config.share_sums ? "shared sums" : "");
     return {};
 }
 

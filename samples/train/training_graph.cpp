@@ -293,6 +293,11 @@ private:
         const bool has_dy = b.output_gradient.has_value() || kind == LayerKind::softmax_loss;
         if (!has_dy) return;
 
+        // A batch norm with shared sums reads its backward_weight's results:
+        // that op comes first in program order (the update still after both).
+        const auto* bn = std::get_if<BatchNorm2d>(&node.spec);
+        const bool weight_first = bn && bn->config.share_sums;
+        if (weight_first) add_backward_weight(l);
         std::vector<BufferId> dx;
         for (const auto& g : b.input_gradients)
             if (g) dx.push_back(*g);
@@ -306,6 +311,8 @@ private:
                     reads = {b.inputs[0], dy, b.params[0], b.aux[BatchNorm2d::saved_mean],
                              b.aux[BatchNorm2d::saved_inv_std]};
                     if (std::get<BatchNorm2d>(node.spec).config.relu) reads.push_back(b.output);  // the ReLU's mask
+                    if (std::get<BatchNorm2d>(node.spec).config.share_sums)  // dgamma, dbeta: the two sums
+                        reads.insert(reads.end(), b.param_gradients.begin(), b.param_gradients.end());
                     break;
                 case LayerKind::relu: reads = {b.output, dy}; break;
                 case LayerKind::max_pool:
@@ -318,21 +325,36 @@ private:
             layer_ops_[l].backward_data = add_op(n + ".backward_data", OpRole::backward_data, l, reads, dx,
                                                  splittable(node.spec, Pass::backward_data));
         }
-        if (!b.params.empty() && b.output_gradient) {
-            std::vector<BufferId> reads{b.inputs[0], *b.output_gradient};
-            if (kind == LayerKind::batch_norm) {
-                reads.push_back(b.aux[BatchNorm2d::saved_mean]);
-                reads.push_back(b.aux[BatchNorm2d::saved_inv_std]);
-                if (std::get<BatchNorm2d>(node.spec).config.relu) reads.push_back(b.output);
-            }
-            layer_ops_[l].backward_weight =
-                add_op(n + ".backward_weight", OpRole::backward_weight, l, reads, b.param_gradients, false);
-            std::vector<BufferId> update_reads = b.params, update_writes = b.params;
-            update_reads.insert(update_reads.end(), b.param_gradients.begin(), b.param_gradients.end());
-            update_reads.insert(update_reads.end(), b.momentum.begin(), b.momentum.end());
-            update_writes.insert(update_writes.end(), b.momentum.begin(), b.momentum.end());
-            layer_ops_[l].update = add_op(n + ".update", OpRole::update, l, update_reads, update_writes, false);
+        if (!weight_first) add_backward_weight(l);
+        add_update(l);
+    }
+
+    bool has_weight_gradient(LayerId l) const { return !layers_[l].params.empty() && layers_[l].output_gradient; }
+
+    void add_backward_weight(LayerId l) {
+        if (!has_weight_gradient(l)) return;
+        const LayerNode& node = net_.layer(l);
+        const LayerBuffers& b = layers_[l];
+        const std::string& n = node.name;
+        std::vector<BufferId> reads{b.inputs[0], *b.output_gradient};
+        if (kind_of(node.spec) == LayerKind::batch_norm) {
+            reads.push_back(b.aux[BatchNorm2d::saved_mean]);
+            reads.push_back(b.aux[BatchNorm2d::saved_inv_std]);
+            if (std::get<BatchNorm2d>(node.spec).config.relu) reads.push_back(b.output);
         }
+        layer_ops_[l].backward_weight =
+            add_op(n + ".backward_weight", OpRole::backward_weight, l, reads, b.param_gradients, false);
+    }
+
+    void add_update(LayerId l) {
+        if (!has_weight_gradient(l)) return;
+        const LayerBuffers& b = layers_[l];
+        std::vector<BufferId> update_reads = b.params, update_writes = b.params;
+        update_reads.insert(update_reads.end(), b.param_gradients.begin(), b.param_gradients.end());
+        update_reads.insert(update_reads.end(), b.momentum.begin(), b.momentum.end());
+        update_writes.insert(update_writes.end(), b.momentum.begin(), b.momentum.end());
+        layer_ops_[l].update = add_op(net_.layer(l).name + ".update", OpRole::update, l, update_reads, update_writes,
+                                      false);
     }
 
     void add_ops() {

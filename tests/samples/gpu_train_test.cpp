@@ -141,6 +141,33 @@ TEST_CASE("braid, nimble and glp4nn plans give the serial bits on the GPU, eager
     }
 }
 
+TEST_CASE("shared batch-norm sums: braid's plan gives the serial bits on the GPU, and trains like recomputed sums") {
+    const braid::DeviceSpec& device = braid::find_device("h200");
+    TrainConfig c = small("resnet50");
+    const TrainingGraph plain = build_training_graph(c);
+    c.model.share_batch_norm_sums = true;
+    c.model.fuse_batch_norm_relu = true;
+    const TrainingGraph tg = build_training_graph(c);
+    CudaRunOptions o;
+    o.deterministic = true;
+    o.graph_mode = true;
+    braid::PlanOptions po;
+    po.strategy = "braid";
+    po.max_streams = 3;
+    po.mode = braid::LaunchMode::graph;
+    const braid::Plan plan = braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), po);
+    o.split_granule = split_granule(plan, tg.graph);
+    double shared_loss = 0.0, serial_loss = 0.0, plain_loss = 0.0;
+    const WeightSnapshot serial = train(tg, braid::strategy::serial(tg.graph), o, 2, &serial_loss);
+    const WeightComparison cmp = compare_weights(train(tg, plan, o, 2, &shared_loss), serial);
+    CAPTURE(cmp.describe());
+    CHECK(cmp.identical);
+    CHECK(shared_loss == serial_loss);
+    (void)train(plain, braid::strategy::serial(plain.graph), o, 2, &plain_loss);
+    CHECK(std::isfinite(shared_loss));
+    CHECK(shared_loss == doctest::Approx(plain_loss).epsilon(1e-3));
+}
+
 TEST_CASE("ReLUs fused into batch norms give the bits of the separate layers on the GPU") {
     TrainConfig v = small("inception_v3");  // its fused outputs are concat slices
     v.model.image = 75;

@@ -475,6 +475,44 @@ TEST_CASE("the executor runs braid's plan of a small inception_v3 to the serial 
     CHECK(std::isfinite(run.loss));
 }
 
+TEST_CASE("shared batch-norm sums: backward_data waits for backward_weight, and plans keep the serial bits") {
+    TrainConfig c;
+    c.model.net = "resnet18";
+    c.model.image = 32;
+    c.model.width_scale = 0.125;
+    c.model.batch = 4;
+    c.model.classes = 5;
+    const TrainingGraph plain = build_training_graph(c);
+    c.model.share_batch_norm_sums = true;
+    for (bool fused : {false, true}) {
+        CAPTURE(fused);
+        c.model.fuse_batch_norm_relu = fused;
+        const TrainingGraph tg = build_training_graph(c);
+        const OpId data = tg.op("layer2.0.bn1", OpRole::backward_data),
+                   weight = tg.op("layer2.0.bn1", OpRole::backward_weight);
+        CHECK((tg.graph.edge_hazards(weight, data) & braid::hazard_raw) != 0);
+        // The update still overwrites gamma after backward_data has read it.
+        CHECK((tg.graph.edge_hazards(data, tg.op("layer2.0.bn1", OpRole::update)) & braid::hazard_war) != 0);
+        CHECK_FALSE(reaches(plain, plain.op("layer2.0.bn1", OpRole::backward_weight),
+                            plain.op("layer2.0.bn1", OpRole::backward_data)));
+        CHECK(tg.graph.fingerprint() != plain.graph.fingerprint());
+        const braid::DeviceSpec& device = braid::find_device("h200");
+        for (const std::string strategy : {"nimble", "braid"}) {
+            CAPTURE(strategy);
+            braid::PlanOptions options;
+            options.strategy = strategy;
+            options.max_streams = 4;
+            const braid::Plan plan =
+                braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), options);
+            CHECK(plan.stream_count() > 1);
+            const ExecutorRun run = run_against_serial(tg, plan);
+            CHECK_MESSAGE(run.weights.identical, run.weights.describe());
+            CHECK(run.loss == run.serial_loss);
+            CHECK(std::isfinite(run.loss));
+        }
+    }
+}
+
 TEST_CASE("kernel estimates cost every op of GoogLeNet, ResNet-50 and Inception-v3 on every device in the table") {
     for (const char* name : {"googlenet", "resnet50", "inception_v3"}) {
         CAPTURE(name);

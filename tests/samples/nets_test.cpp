@@ -466,4 +466,27 @@ TEST_CASE("fused nets: every ReLU after a batch norm folds, the rest stays") {
     }
 }
 
+TEST_CASE("shared batch-norm sums: every batch norm shares, nothing else changes") {
+    for (const char* name : {"resnet50", "inception_v3"}) {
+        CAPTURE(name);
+        NetConfig c = config(name);
+        c.image = default_image(name);
+        const Network plain = make_network(c);
+        c.share_batch_norm_sums = true;
+        const Network shared = make_network(c);
+        REQUIRE(shared.layers().size() == plain.layers().size());
+        std::size_t bns = 0, sharing = 0;
+        for (const LayerNode& l : shared.layers())
+            if (const auto* bn = std::get_if<BatchNorm2d>(&l.spec)) {
+                ++bns;
+                if (bn->config.share_sums && !bn->config.relu) ++sharing;
+            }
+        CHECK(bns > 50);
+        CHECK(sharing == bns);
+        for (const LayerNode& l : plain.layers())
+            if (const auto* bn = std::get_if<BatchNorm2d>(&l.spec)) CHECK_FALSE(bn->config.share_sums);
+        CHECK(shared.parameter_count() == plain.parameter_count());
+    }
+}
+
 }  // TEST_SUITE

@@ -118,6 +118,8 @@ Touches touches_of(const bound::Args& args) {
                        t.ptr(a.saved_inv_std, false, "saved_inv_std");
                        t.out(a.dx, "dx");
                        t.in(a.y, "y");
+                       t.ptr(a.dgamma, false, "dgamma");
+                       t.ptr(a.dbeta, false, "dbeta");
                    },
                    [&](const bound::BnBackwardWeight& a) {
                        t.in(a.x, "x");
@@ -255,14 +257,18 @@ TEST_SUITE("cpu") {
 
 TEST_CASE("one binder for every backend: each op's record touches exactly the buffers the op declares") {
     for (const std::string& name : network_names())
-        for (bool fused : {false, true}) {  // a fused ReLU's backward reads the output too
+        for (int variant = 0; variant < 4; ++variant) {
+            // A fused ReLU's backward reads the output too; shared sums read dgamma, dbeta.
+            const bool fused = (variant & 1) != 0, shared = (variant & 2) != 0;
             CAPTURE(name);
             CAPTURE(fused);
+            CAPTURE(shared);
             TrainConfig c;
             c.model.net = name;
             c.model.batch = 2;
             c.model.image = default_image(name);
             c.model.fuse_batch_norm_relu = fused;
+            c.model.share_batch_norm_sums = shared;
             const TrainingGraph tg = build_training_graph(c);
             CHECK(check_bindings(tg) == tg.graph.op_count());
         }

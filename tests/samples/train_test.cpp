@@ -136,23 +136,53 @@ TEST_CASE("ReLUs fused into batch norms train to the bits of the separate layers
     }
 }
 
-TEST_CASE("a profile's network settings say whether ReLUs are fused, and rebuild that graph") {
+TEST_CASE("shared batch-norm sums train to within rounding of recomputed ones") {
+    TrainConfig r = small("resnet18", 0);
+    r.model.batch = 4;
+    const TrainingGraph plain = build_training_graph(r);
+    r.model.share_batch_norm_sums = true;
+    const TrainingGraph shared = build_training_graph(r);
+    HostModel a(plain), b(shared);
+    for (int i = 0; i < 2; ++i) {
+        a.run_serial_iteration();
+        b.run_serial_iteration();
+    }
+    CHECK(std::isfinite(b.loss()));
+    CHECK(b.loss() == doctest::Approx(a.loss()).epsilon(1e-4));
+    // The sums round to float once more on their way to dx: not the same
+    // bits, but the same training step.
+    const braid::BufferId w = plain.layers[plain.network.layer_id("layer2.0.conv1")].params[0];
+    const std::vector<float> wa = a.values(w), wb = b.values(w);
+    REQUIRE(wa.size() == wb.size());
+    for (std::size_t i = 0; i < wa.size(); ++i) CHECK(wb[i] == doctest::Approx(wa[i]).epsilon(1e-3).scale(1e-4));
+}
+
+TEST_CASE("a profile's network settings say whether ReLUs are fused and sums shared, and rebuild that graph") {
     NetConfig c = small("resnet18", 0).model;
-    for (bool fuse : {false, true}) {
+    for (int variant = 0; variant < 4; ++variant) {
+        const bool fuse = (variant & 1) != 0, share = (variant & 2) != 0;
         CAPTURE(fuse);
+        CAPTURE(share);
         c.fuse_batch_norm_relu = fuse;
+        c.share_batch_norm_sums = share;
         const braid::ProfileSettings s = net_settings(c);
-        CHECK(s.contains("fuse_bn_relu") == fuse);  // profiles from before the option read as unfused
+        CHECK(s.contains("fuse_bn_relu") == fuse);  // profiles from before the options read as neither
+        CHECK(s.contains("share_bn_sums") == share);
         const std::optional<NetConfig> back = net_config_from_settings(s);
         REQUIRE(back);
         CHECK(back->fuse_batch_norm_relu == fuse);
+        CHECK(back->share_batch_norm_sums == share);
         TrainConfig tc;
         tc.model = *back;
         const TrainingGraph tg = build_training_graph(tc);
         CHECK(net_estimates(s, tg.graph));  // the fingerprint check passes for the graph the settings describe
-        tc.model.fuse_batch_norm_relu = !fuse;
-        CHECK_THROWS_WITH_AS(net_estimates(s, build_training_graph(tc).graph), doctest::Contains("profile it again"),
-                             braid::ProfileError);
+        for (bool flip_share : {false, true}) {
+            TrainConfig other = tc;
+            if (flip_share) other.model.share_batch_norm_sums = !share;
+            else other.model.fuse_batch_norm_relu = !fuse;
+            CHECK_THROWS_WITH_AS(net_estimates(s, build_training_graph(other).graph),
+                                 doctest::Contains("profile it again"), braid::ProfileError);
+        }
     }
 }
 
