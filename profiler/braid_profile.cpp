@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     bool no_aux = false;
     CLI::Option* aux = app.add_flag("--no-aux", no_aux,
                                     "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
-    CLI::Option* fuse = app.add_flag("--fuse-bn-relu", m.fuse_batch_norm_relu, braid::samples::fuse_batch_norm_relu_help);
+    CLI::Option* fuse = app.add_flag("--fuse-relu", m.fuse_relu, braid::samples::fuse_relu_help);
     CLI::Option* share =
         app.add_flag("--share-bn-sums", m.share_batch_norm_sums, braid::samples::share_batch_norm_sums_help);
     CLI::Option* gpu = app.add_option("--gpu", opt.device, "CUDA device ordinal of the GPU to profile")

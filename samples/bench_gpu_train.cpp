@@ -12,9 +12,9 @@
 //
 //   bench-gpu-train [--nets googlenet,resnet50] [--batches 8,32] [--image S]
 //                   [--classes 1000] [--width-scale 1] [--iters 5] [--check-iters 2]
-//                   [--tune-top 6] [--tune-budget 15] [--fuse-bn-relu 0|1]
+//                   [--tune-top 6] [--tune-budget 15] [--fuse-relu 0|1]
 //                   [--share-bn-sums 0|1]
-// With --fuse-bn-relu 1 the nets fold each ReLU after a batch norm into it
+// With --fuse-relu 1 the nets fold each ReLU after a batch norm into it
 // and every key names the net <net>_fused; with --share-bn-sums 1 batch
 // norms' data gradients reuse their weight gradients' sums (<net>_shared,
 // both: <net>_fused_shared).
@@ -56,13 +56,13 @@ struct Options {
     std::uint32_t iterations = 5, check_iterations = 2;
     std::uint32_t tune_top = 6;
     double tune_budget_s = 15.0;
-    bool fuse_batch_norm_relu = false;
+    bool fuse_relu = false;
     bool share_batch_norm_sums = false;
 };
 
 // The net as keys name it: <net>, <net>_fused, <net>_shared or <net>_fused_shared.
 std::string key_name(const Options& o, const std::string& net) {
-    return net + (o.fuse_batch_norm_relu ? "_fused" : "") + (o.share_batch_norm_sums ? "_shared" : "");
+    return net + (o.fuse_relu ? "_fused" : "") + (o.share_batch_norm_sums ? "_shared" : "");
 }
 
 bool zero_or_one(const std::string& arg, const std::string& value) {
@@ -98,7 +98,7 @@ Options parse(int argc, char** argv) {
         else if (arg == "--image") o.image = number();
         else if (arg == "--classes") o.classes = number();
         else if (arg == "--width-scale") o.width_scale = std::stod(value);
-        else if (arg == "--fuse-bn-relu") o.fuse_batch_norm_relu = zero_or_one(arg, value);
+        else if (arg == "--fuse-relu") o.fuse_relu = zero_or_one(arg, value);
         else if (arg == "--share-bn-sums") o.share_batch_norm_sums = zero_or_one(arg, value);
         else if (arg == "--iters") o.iterations = std::max(1u, number());
         else if (arg == "--check-iters") o.check_iterations = std::max(1u, number());
@@ -208,7 +208,7 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
     c.model.image = o.image.value_or(default_image(net));
     c.model.classes = o.classes;
     c.model.width_scale = o.width_scale;
-    c.model.fuse_batch_norm_relu = o.fuse_batch_norm_relu;
+    c.model.fuse_relu = o.fuse_relu;
     c.model.share_batch_norm_sums = o.share_batch_norm_sums;
     const TrainingGraph tg = build_training_graph(c);
     braid::DeviceSpec device;

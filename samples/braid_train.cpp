@@ -477,7 +477,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     CLI::Option* no_aux =
         app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
-    CLI::Option* fuse = app.add_flag("--fuse-bn-relu", m.fuse_batch_norm_relu, fuse_batch_norm_relu_help);
+    CLI::Option* fuse = app.add_flag("--fuse-relu", m.fuse_relu, fuse_relu_help);
     CLI::Option* share = app.add_flag("--share-bn-sums", m.share_batch_norm_sums, share_batch_norm_sums_help);
     app.add_option("--prototxt", o.prototxt,
                    "train a Caffe net definition instead of --net (docs/caffe.md); --batch, --image and --classes, "

@@ -33,7 +33,7 @@ struct Options {
     std::uint32_t classes = 1000;
     double width_scale = 1.0;
     bool no_aux = false;
-    bool fuse_bn_relu = false;
+    bool fuse_relu = false;
     bool share_bn_sums = false;
     std::string profile;
     std::string prototxt;
@@ -123,7 +123,7 @@ Problem load_problem(const Options& o) {
         tc.model.classes = o.classes;
         tc.model.width_scale = o.width_scale;
         tc.model.aux_classifiers = !o.no_aux;
-        tc.model.fuse_batch_norm_relu = o.fuse_bn_relu;
+        tc.model.fuse_relu = o.fuse_relu;
         tc.model.share_batch_norm_sums = o.share_bn_sums;
         p.training = braid::samples::build_training_graph(tc);
         p.what = fmt::format("{}, batch {}, {}x{}, {} classes{}{}", o.net, o.batch, o.image, o.image, o.classes,
@@ -293,7 +293,7 @@ int main(int argc, char** argv) {
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
     CLI::Option* no_aux = app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
-    CLI::Option* fuse = app.add_flag("--fuse-bn-relu", o.fuse_bn_relu, braid::samples::fuse_batch_norm_relu_help);
+    CLI::Option* fuse = app.add_flag("--fuse-relu", o.fuse_relu, braid::samples::fuse_relu_help);
     CLI::Option* share = app.add_flag("--share-bn-sums", o.share_bn_sums, braid::samples::share_batch_norm_sums_help);
     CLI::Option* profile =
         app.add_option("--profile", o.profile, "plan the graph and measured costs of a braid-profile profile.json instead");

@@ -117,6 +117,10 @@ struct ReluBackwardOp {
 struct AddOp {
     BRAID_SAMPLES_HOST_DEVICE float operator()(float a, float b) const { return a + b; }
 };
+// An add with its ReLU fused: the sum rounds to float, then ReLU's select.
+struct AddReluOp {
+    BRAID_SAMPLES_HOST_DEVICE float operator()(float a, float b) const { return ReluForwardOp{}(AddOp{}(a, b)); }
+};
 
 // The geometry an elementwise launch passes to its kernel: `units` in all,
 // `units_per_image` per image, each view's images and stride.

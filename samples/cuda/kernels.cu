@@ -41,9 +41,9 @@ __global__ void relu_backward_kernel(UnitGrid g, ConstDeviceImages y, ConstDevic
         binary_unit<V>(ReluBackwardOp{}, g, y, dy, dx, u);
 }
 
-template <int V>
+template <int V, class Op>
 __global__ void add_kernel(UnitGrid g, ConstDeviceImages a, ConstDeviceImages b, DeviceImages y) {
-    for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads()) binary_unit<V>(AddOp{}, g, a, b, y, u);
+    for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads()) binary_unit<V>(Op{}, g, a, b, y, u);
 }
 
 __global__ void bias_add_kernel(DeviceImages y, const float* bias, std::uint64_t total) {
@@ -425,11 +425,13 @@ cudaError_t launch_relu_backward(ConstDeviceImages y, ConstDeviceImages dy, Devi
     return launched();
 }
 
-cudaError_t launch_add(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, cudaStream_t stream) {
+cudaError_t launch_add(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, bool relu, cudaStream_t stream) {
     const UnitLaunch l = unit_launch(a.images, a.image_elements(), {a, b, y});
     if (l.grid.units == 0) return cudaSuccess;
     with_width(l.width, [&](auto w) {
-        add_kernel<decltype(w)::value><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, a, b, y);
+        constexpr int V = decltype(w)::value;
+        if (relu) add_kernel<V, AddReluOp><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, a, b, y);
+        else add_kernel<V, AddOp><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, a, b, y);
     });
     return launched();
 }

@@ -52,7 +52,8 @@ struct ConstDeviceImages {
 // ------------------------------------------------------------ elementwise
 cudaError_t launch_relu_forward(ConstDeviceImages x, DeviceImages y, cudaStream_t stream);
 cudaError_t launch_relu_backward(ConstDeviceImages y, ConstDeviceImages dy, DeviceImages dx, cudaStream_t stream);
-cudaError_t launch_add(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, cudaStream_t stream);
+// y = a + b; with `relu`, max(a + b, 0) (a fused ReLU: AddReluOp).
+cudaError_t launch_add(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, bool relu, cudaStream_t stream);
 // y[n, c, :] += bias[c]
 cudaError_t launch_bias_add(DeviceImages y, const float* bias, cudaStream_t stream);
 

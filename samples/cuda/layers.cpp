@@ -499,8 +499,9 @@ void dropout_backward_data(CudaLane& lane, const Dropout& layer, std::uint64_t s
 void add_forward(CudaLane& lane, const Add& layer, ConstDeviceView a, ConstDeviceView b, DeviceView y,
                  ImageRange images) {
     check_range(images, layer.in, "add_forward");
-    check_launch(launch_add(images_of(a, images), images_of(b, images), images_of(y, images), lane.stream),
-                 "add forward");
+    check_launch(
+        launch_add(images_of(a, images), images_of(b, images), images_of(y, images), layer.relu, lane.stream),
+        "add forward");
 }
 
 void softmax_loss_forward(CudaLane& lane, const SoftmaxCrossEntropy& layer, ConstDeviceView logits,

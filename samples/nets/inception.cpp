@@ -120,7 +120,7 @@ struct InceptionV3Builder {
 Network inception_v3(const NetConfig& c) {
     InceptionV3Builder v{NetworkBuilder("inception_v3", Shape4{c.batch, 3, c.image, c.image}), c.width_scale,
                          c.classes};
-    v.b.fuse_batch_norm_relu(c.fuse_batch_norm_relu);
+    v.b.fuse_relu(c.fuse_relu);
     v.b.share_batch_norm_sums(c.share_batch_norm_sums);
     TensorId x = v.basic_conv("Conv2d_1a_3x3", v.b.images(), 32, 3, 2);
     x = v.basic_conv("Conv2d_2a_3x3", x, 32, 3);

@@ -73,10 +73,15 @@ TensorId NetworkBuilder::batch_norm(std::string name, TensorId x, BatchNormConfi
     return add_layer(std::move(name), {x}, [&](const std::vector<Shape4>& s) { return BatchNorm2d(s[0], config); });
 }
 TensorId NetworkBuilder::relu(std::string name, TensorId x) {
-    if (fuse_batch_norm_relu_ && x < net_.tensors_.size() && net_.tensors_[x].consumers.empty() &&
+    if (fuse_relu_ && x < net_.tensors_.size() && net_.tensors_[x].consumers.empty() &&
         net_.tensors_[x].producer) {
-        if (auto* bn = std::get_if<BatchNorm2d>(&net_.layers_[*net_.tensors_[x].producer].spec); bn && !bn->config.relu) {
+        LayerSpec& producer = net_.layers_[*net_.tensors_[x].producer].spec;
+        if (auto* bn = std::get_if<BatchNorm2d>(&producer); bn && !bn->config.relu) {
             bn->config.relu = true;
+            return x;
+        }
+        if (auto* sum = std::get_if<Add>(&producer); sum && !sum->relu) {
+            sum->relu = true;
             return x;
         }
     }

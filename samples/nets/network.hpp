@@ -70,12 +70,12 @@ public:
     TensorId images() const noexcept { return 0; }
     Shape4 shape(TensorId t) const { return net_.tensors_.at(t).shape; }
 
-    // From now on, relu(x) of a batch norm's output that nothing else has
-    // read yet adds no layer: the batch norm takes the ReLU on
-    // (BatchNormConfig::relu) and relu returns x, which then holds the
-    // activations. The ReLU's name is not in the network. The caller must
-    // not read x again as the batch norm's raw output.
-    void fuse_batch_norm_relu(bool on) noexcept { fuse_batch_norm_relu_ = on; }
+    // From now on, relu(x) of a batch norm's or an add's output that nothing
+    // else has read yet adds no layer: that layer takes the ReLU on
+    // (BatchNormConfig::relu, Add::relu) and relu returns x, which then
+    // holds the activations. The ReLU's name is not in the network. The
+    // caller must not read x again as the layer's raw output.
+    void fuse_relu(bool on) noexcept { fuse_relu_ = on; }
     // From now on, every batch norm's backward_data takes its two channel
     // sums from its backward_weight (BatchNormConfig::share_sums).
     void share_batch_norm_sums(bool on) noexcept { share_batch_norm_sums_ = on; }
@@ -102,7 +102,7 @@ private:
     [[noreturn]] void fail(const std::string& layer, const std::string& why) const;
 
     Network net_;
-    bool fuse_batch_norm_relu_ = false;
+    bool fuse_relu_ = false;
     bool share_batch_norm_sums_ = false;
 };
 

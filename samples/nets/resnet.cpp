@@ -56,7 +56,7 @@ Network resnet(std::uint32_t depth, const NetConfig& c) {
         default: throw ShapeError("resnet: no ResNet of depth " + std::to_string(depth) + " (18, 34, 50, 101, 152)");
     }
     ResNetBuilder r{NetworkBuilder("resnet" + std::to_string(depth), Shape4{c.batch, 3, c.image, c.image})};
-    r.b.fuse_batch_norm_relu(c.fuse_batch_norm_relu);
+    r.b.fuse_relu(c.fuse_relu);
     r.b.share_batch_norm_sums(c.share_batch_norm_sums);
     const auto ch = [&](std::uint32_t n) { return scaled_channels(n, c.width_scale); };
     TensorId x = r.b.relu("relu", r.conv_bn("conv1", "bn1", r.b.images(), ch(64), 7, 2, 3));

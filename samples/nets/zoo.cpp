@@ -12,7 +12,7 @@ std::uint32_t default_image(std::string_view net) { return net == "inception_v3"
 
 std::string net_variants(const NetConfig& c) {
     std::string s;
-    if (c.fuse_batch_norm_relu) s += ", ReLUs fused into batch norms";
+    if (c.fuse_relu) s += ", ReLUs fused";
     if (c.share_batch_norm_sums) s += ", batch-norm sums shared";
     return s;
 }

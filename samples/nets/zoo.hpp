@@ -22,20 +22,20 @@ struct NetConfig {
     double width_scale = 1.0;    // multiplies every hidden channel count (not the classes)
     // GoogLeNet's two auxiliary heads (loss weight 0.3), Inception-v3's AuxLogits (0.4).
     bool aux_classifiers = true;
-    // Every ReLU right after a batch norm becomes part of it (NetworkBuilder::
-    // fuse_batch_norm_relu): ResNets and Inception-v3; same results, fewer
-    // passes over the activations.
-    bool fuse_batch_norm_relu = false;
+    // Every ReLU right after a batch norm or a residual add becomes part of
+    // it (NetworkBuilder::fuse_relu): ResNets and Inception-v3; same
+    // results, fewer passes over the activations.
+    bool fuse_relu = false;
     // Every batch norm's backward_data reuses the sums of its backward_weight
     // (NetworkBuilder::share_batch_norm_sums): one pass over x and dy fewer
     // per batch norm, and dx waits for the weight gradient.
     bool share_batch_norm_sums = false;
 };
 
-// What --fuse-bn-relu and --share-bn-sums say in every tool that builds bundled nets.
-inline constexpr const char* fuse_batch_norm_relu_help =
-    "fold every ReLU that follows a batch norm into it (ResNets, Inception-v3): same results, one pass over the "
-    "activations and two buffers fewer per pair";
+// What --fuse-relu and --share-bn-sums say in every tool that builds bundled nets.
+inline constexpr const char* fuse_relu_help =
+    "fold every ReLU that follows a batch norm or a residual add into it (ResNets, Inception-v3): same results, one "
+    "pass over the activations and a buffer or two fewer per pair";
 inline constexpr const char* share_batch_norm_sums_help =
     "batch norms' data gradients reuse the channel sums of their weight gradients (ResNets, Inception-v3): one "
     "pass over the activations and their gradients fewer per batch norm; dx then waits for the weight gradient";

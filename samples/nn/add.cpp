@@ -1,23 +1,27 @@
 #include "nn/add.hpp"
 
 #include "nn/launch.hpp"
+#include "nn/relu.hpp"
 
 namespace braid::samples {
 
-Add::Add(Shape4 a, Shape4 b) : in(a) {
+Add::Add(Shape4 a, Shape4 b, bool fused_relu) : in(a), relu(fused_relu) {
     if (!(a == b)) throw ShapeError("add: input shapes " + to_string(a) + " and " + to_string(b) + " differ");
     if (a.elements() == 0) throw ShapeError("add: empty input " + to_string(a));
 }
 
 PassWork Add::work(Pass p) const {
-    if (p != Pass::forward) return {};
-    return {static_cast<double>(in.elements()), 3 * float_bytes(in.elements())};
+    if (!has_pass(p)) return {};
+    // Forward reads a, b, writes y; the fused ReLU's backward reads y, dy, writes dx.
+    return {static_cast<double>(in.elements()) * (p == Pass::forward && relu ? 2.0 : 1.0),
+            3 * float_bytes(in.elements())};
 }
 
 std::vector<braid::KernelEstimate> Add::kernels(Pass p, const EstimateOptions&) const {
-    if (p != Pass::forward) return {};
+    if (!has_pass(p)) return {};
     const PassWork w = work(p);
-    return {elementwise_kernel("add_forward", in.elements(), w.flops, w.dram_bytes)};
+    return {elementwise_kernel(p == Pass::forward ? "add_forward" : "add_relu_backward", in.elements(), w.flops,
+                               w.dram_bytes)};
 }
 
 template <class T>
@@ -28,7 +32,10 @@ void add_forward(const Add& layer, TensorView<const T> a, TensorView<const T> b,
         const T* ai = a.image(n);
         const T* bi = b.image(n);
         T* yi = y.image(n);
-        for (std::uint64_t i = 0; i < e; ++i) yi[i] = ai[i] + bi[i];
+        if (layer.relu)
+            for (std::uint64_t i = 0; i < e; ++i) yi[i] = relu_of<T>(ai[i] + bi[i]);
+        else
+            for (std::uint64_t i = 0; i < e; ++i) yi[i] = ai[i] + bi[i];
     }
 }
 

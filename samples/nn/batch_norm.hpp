@@ -5,7 +5,7 @@
 // With `relu` the layer also applies the ReLU that follows it (y = max(bn(x),
 // 0)) and its backward counts dy only where y > 0: a separate ReLU layer's
 // pass over the activations and two of its buffers go, with the bits of the
-// two layers (NetworkBuilder::fuse_batch_norm_relu folds them).
+// two layers (NetworkBuilder::fuse_relu folds them).
 // With `share_sums` backward_data takes the two per-channel sums from
 // backward_weight's results (dbeta = sum dy, dgamma = sum dy * xhat) instead
 // of reading x and dy once more for them: one pass over two activations

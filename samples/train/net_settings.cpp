@@ -15,7 +15,7 @@ braid::ProfileSettings net_settings(const NetConfig& c) {
                              {"classes", std::int64_t{c.classes}},
                              {"width_scale", c.width_scale},
                              {"no_aux", !c.aux_classifiers}};
-    if (c.fuse_batch_norm_relu) s["fuse_bn_relu"] = true;  // absent: not fused (profiles from before it)
+    if (c.fuse_relu) s["fuse_relu"] = true;  // absent: not fused (profiles from before it)
     if (c.share_batch_norm_sums) s["share_bn_sums"] = true;  // absent: not shared
     return s;
 }
@@ -51,9 +51,9 @@ std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& 
         throw braid::Error("network setting 'net' names '" + *net + "', not a bundled network");
     for (const auto& [name, value] : s)
         if (name != "net" && name != "batch" && name != "image" && name != "classes" && name != "width_scale" &&
-            name != "no_aux" && name != "fuse_bn_relu" && name != "share_bn_sums")
+            name != "no_aux" && name != "fuse_relu" && name != "share_bn_sums")
             throw braid::Error("unknown network setting '" + name +
-                               "' (expected net, batch, image, classes, width_scale, no_aux, fuse_bn_relu, "
+                               "' (expected net, batch, image, classes, width_scale, no_aux, fuse_relu, "
                                "share_bn_sums)");
     NetConfig c;
     c.net = *net;
@@ -65,7 +65,7 @@ std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& 
         c.width_scale = *w;
     }
     if (const bool* no_aux = setting<bool>(s, "no_aux")) c.aux_classifiers = !*no_aux;
-    if (const bool* fuse = setting<bool>(s, "fuse_bn_relu")) c.fuse_batch_norm_relu = *fuse;
+    if (const bool* fuse = setting<bool>(s, "fuse_relu")) c.fuse_relu = *fuse;
     if (const bool* share = setting<bool>(s, "share_bn_sums")) c.share_batch_norm_sums = *share;
     return c;
 }

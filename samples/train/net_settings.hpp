@@ -1,6 +1,6 @@
 // A bundled network's configuration as profile settings and back: what
 // braid-profile writes into profile.json ("net", "batch", "image",
-// "classes", "width_scale", "no_aux"; "fuse_bn_relu", "share_bn_sums" when
+// "classes", "width_scale", "no_aux"; "fuse_relu", "share_bn_sums" when
 // set) so that a profile says which network it measured, and what
 // braid-calibrate reads to estimate that network beside its profile.
 #pragma once

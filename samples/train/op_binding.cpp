@@ -133,6 +133,11 @@ private:
         if (const auto* a = std::get_if<Add>(&spec)) {
             if (role == OpRole::forward)
                 return bound::AddForward{*a, cview(b.inputs[0]), cview(b.inputs[1]), view(b.output)};
+            if (role == OpRole::backward_data) {  // a fused ReLU's: both inputs' gradient is the masked dy
+                const auto& g = b.input_gradients;
+                const BufferId masked = (g[0] ? g[0] : g.at(1)).value();
+                return bound::ReluBackward{Relu(a->in), cview(b.output), dy(), view(masked)};
+            }
         }
         if (const auto* s = std::get_if<SoftmaxCrossEntropy>(&spec)) {
             const std::int32_t* labels = data<std::int32_t>(graph_.labels);

@@ -37,6 +37,7 @@ std::string window_of(const LayerSpec& spec) {
         return fmt::format("{}x{}/{}{}{}", p->kernel_h, p->kernel_w, p->stride, pad_text(Size2{p->pad}),
                            p->config.ceil_mode ? " ceil" : "");
     }
+    if (const auto* a = std::get_if<Add>(&spec); a && a->relu) return "+relu";
     if (const auto* b = std::get_if<BatchNorm2d>(&spec); b && (b->config.relu || b->config.share_sums))
         return std::string(b->config.relu ? "+relu" : "") + (b->config.relu && b->config.share_sums ? " " : "") +
                (b->config.share_sums ? "shared sums" : "");

@@ -195,8 +195,13 @@ private:
                 if (sends_gradient(c.layer)) senders.push_back(c);
             if (senders.empty()) continue;
             auto alias_of = [&](const Consumer& c) -> std::optional<BufferId> {
-                if (kind_of(net_.layer(c.layer).spec) != LayerKind::add) return std::nullopt;
-                return tensors_[net_.layer(c.layer).output].gradient;  // identity backward
+                const auto* sum = std::get_if<Add>(&net_.layer(c.layer).spec);
+                if (!sum) return std::nullopt;
+                if (!sum->relu) return tensors_[net_.layer(c.layer).output].gradient;  // identity backward
+                // A fused ReLU masks dy into one buffer, both inputs' gradient.
+                const BufferId masked = masked_gradient(c.layer);
+                layers_[c.layer].input_gradients[c.slot] = masked;
+                return masked;
             };
             if (senders.size() == 1) {
                 if (auto alias = alias_of(senders[0])) {
@@ -230,6 +235,15 @@ private:
         }
         for (LayerId l = 0; l < net_.layers().size(); ++l)
             layers_[l].output_gradient = tensors_[net_.layer(l).output].gradient;
+    }
+
+    // The gradient of a fused add's sum before its ReLU, made on first use.
+    BufferId masked_gradient(LayerId add) {
+        if (auto it = masked_.find(add); it != masked_.end()) return it->second;
+        const LayerNode& node = net_.layer(add);
+        const BufferInfo meta{BufferRole::gradient, ElementType::f32, net_.tensor(node.output).shape, std::nullopt,
+                              std::nullopt};
+        return masked_[add] = root(node.name + ".pre_relu.grad", meta);
     }
 
     OpId add_op(std::string name, OpRole role, std::optional<LayerId> layer, std::vector<BufferId> reads,
@@ -289,7 +303,13 @@ private:
             add_op(net_.tensor(s.tensor).name + ".gradient_sum", OpRole::gradient_sum, l, s.partials, {s.total},
                    true, it->second);
         }
-        if (kind == LayerKind::concat || kind == LayerKind::add) return;  // views and aliases: no backward op
+        if (kind == LayerKind::concat) return;  // views: no backward op
+        if (kind == LayerKind::add) {            // aliases: none either, but a fused ReLU's mask
+            if (auto it = masked_.find(l); it != masked_.end() && b.output_gradient)
+                layer_ops_[l].backward_data = add_op(n + ".backward_data", OpRole::backward_data, l,
+                                                     {b.output, *b.output_gradient}, {it->second}, true);
+            return;
+        }
         const bool has_dy = b.output_gradient.has_value() || kind == LayerKind::softmax_loss;
         if (!has_dy) return;
 
@@ -376,6 +396,7 @@ private:
     std::vector<TensorBuffers> tensors_;
     std::vector<GradientSum> sums_;
     std::map<TensorId, std::uint32_t> sum_of_tensor_;
+    std::map<LayerId, BufferId> masked_;  // fused adds: the gradient before the ReLU
     std::vector<bool> value_made_;  // by TensorId
     BufferId images_ = 0, labels_ = 0, step_ = 0;
 };

@@ -8,7 +8,8 @@
 // Program order: data, forward ops in layer order (a loss layer's loss_sum
 // right after its forward), then per layer in reverse order: the gradient
 // sum of its output (when several layers read it), backward_data,
-// backward_weight, update; last, advance_step.
+// backward_weight, update (backward_weight first for a batch norm with
+// shared sums); last, advance_step.
 #pragma once
 
 #include <cstddef>
@@ -70,7 +71,8 @@ struct LayerBuffers {
     BufferId output = 0;           // value of its output
     // What backward_data writes for each input: the input's gradient, a
     // partial of it (summed by a gradient_sum op), or nothing (no gradient
-    // needed, or an add whose input gradient is its output gradient).
+    // needed, or an add whose input gradient is its output gradient). A
+    // fused add's backward_data (its ReLU's) writes one buffer for both.
     std::vector<std::optional<BufferId>> input_gradients;
     std::optional<BufferId> output_gradient;  // dy; none for loss layers
     std::vector<BufferId> params;             // in parameters() order

@@ -497,6 +497,10 @@ TEST_CASE("elementwise kernels give the float reference's bits: ReLU, add, dropo
     DeviceVector<float> gsum(s.elements());
     cuda::add_forward(lane(), add, ga.view(s), gb.view(s), gsum.view(s), whole_batch(s));
     check_bitwise(gsum.host(), sum, "add");
+    const Add add_relu(s, s, true);  // a fused ReLU
+    add_forward<float>(add_relu, cv(a, s), cv(b, s), mv(sum, s), whole_batch(s));
+    cuda::add_forward(lane(), add_relu, ga.view(s), gb.view(s), gsum.view(s), whole_batch(s));
+    check_bitwise(gsum.host(), sum, "add with a fused ReLU");
 
     const Dropout drop(s, {.ratio = 0.4f});
     const DropoutKey key{9, 17, 7};

@@ -146,7 +146,7 @@ TEST_CASE("shared batch-norm sums: braid's plan gives the serial bits on the GPU
     TrainConfig c = small("resnet50");
     const TrainingGraph plain = build_training_graph(c);
     c.model.share_batch_norm_sums = true;
-    c.model.fuse_batch_norm_relu = true;
+    c.model.fuse_relu = true;
     const TrainingGraph tg = build_training_graph(c);
     CudaRunOptions o;
     o.deterministic = true;
@@ -168,7 +168,7 @@ TEST_CASE("shared batch-norm sums: braid's plan gives the serial bits on the GPU
     CHECK(shared_loss == doctest::Approx(plain_loss).epsilon(1e-3));
 }
 
-TEST_CASE("ReLUs fused into batch norms give the bits of the separate layers on the GPU") {
+TEST_CASE("ReLUs fused into batch norms and adds give the bits of the separate layers on the GPU") {
     TrainConfig v = small("inception_v3");  // its fused outputs are concat slices
     v.model.image = 75;
     v.model.aux_classifiers = false;
@@ -177,7 +177,7 @@ TEST_CASE("ReLUs fused into batch norms give the bits of the separate layers on 
         CudaRunOptions o;
         o.deterministic = true;  // the process's algorithm cache gives both graphs the same convolutions
         const TrainingGraph plain = build_training_graph(c);
-        c.model.fuse_batch_norm_relu = true;
+        c.model.fuse_relu = true;
         const TrainingGraph fused = build_training_graph(c);
         double plain_loss = 0.0, fused_loss = 0.0;
         const WeightSnapshot a = train(plain, braid::strategy::serial(plain.graph), o, 2, &plain_loss);

@@ -475,6 +475,46 @@ TEST_CASE("the executor runs braid's plan of a small inception_v3 to the serial 
     CHECK(std::isfinite(run.loss));
 }
 
+TEST_CASE("a residual add with its ReLU fused: one masked gradient that both inputs read") {
+    TrainConfig c;
+    c.model.net = "resnet18";
+    c.model.image = 32;
+    c.model.width_scale = 0.125;
+    c.model.batch = 2;
+    c.model.classes = 5;
+    const TrainingGraph plain = build_training_graph(c);
+    c.model.fuse_relu = true;
+    const TrainingGraph tg = build_training_graph(c);
+    // ResNet-18 block layer1.0: relu(layer1.0.add(bn2(...), x)), the ReLU named layer1.0.relu unfused.
+    const LayerId add = tg.network.layer_id("layer1.0.add");
+    const auto& spec = std::get<Add>(tg.network.layer(add).spec);
+    REQUIRE(spec.relu);
+    CHECK_FALSE(std::get<Add>(plain.network.layer(plain.network.layer_id("layer1.0.add")).spec).relu);
+    const LayerBuffers& b = tg.layers[add];
+    REQUIRE(b.input_gradients.size() == 2);
+    REQUIRE(b.input_gradients[0]);
+    CHECK(b.input_gradients[0] == b.input_gradients[1]);
+    const braid::BufferId masked = *b.input_gradients[0];
+    CHECK(tg.graph.buffer(masked).name == "layer1.0.add.pre_relu.grad");
+    const OpId bwd = tg.op("layer1.0.add", OpRole::backward_data);
+    const braid::Op& op = tg.graph.op(bwd);
+    CHECK(op.writes == std::vector<braid::BufferId>{masked});
+    CHECK(std::find(op.reads.begin(), op.reads.end(), b.output) != op.reads.end());
+    CHECK(std::find(op.reads.begin(), op.reads.end(), *b.output_gradient) != op.reads.end());
+    CHECK(op.split_batch == c.model.batch);
+    // Both inputs' producers take their gradient from it: bn2's backward and the block input's sum.
+    CHECK((tg.graph.edge_hazards(bwd, tg.op("layer1.0.bn2", OpRole::backward_data)) & braid::hazard_raw) != 0);
+    CHECK(plain.graph.op_count() > tg.graph.op_count());  // the ReLUs' two ops per pair go, one op per add comes
+    const braid::DeviceSpec& device = braid::find_device("h200");
+    braid::PlanOptions options;
+    options.strategy = "braid";
+    options.max_streams = 4;
+    const ExecutorRun run =
+        run_against_serial(tg, braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), options));
+    CHECK_MESSAGE(run.weights.identical, run.weights.describe());
+    CHECK(run.loss == run.serial_loss);
+}
+
 TEST_CASE("shared batch-norm sums: backward_data waits for backward_weight, and plans keep the serial bits") {
     TrainConfig c;
     c.model.net = "resnet18";
@@ -486,7 +526,7 @@ TEST_CASE("shared batch-norm sums: backward_data waits for backward_weight, and 
     c.model.share_batch_norm_sums = true;
     for (bool fused : {false, true}) {
         CAPTURE(fused);
-        c.model.fuse_batch_norm_relu = fused;
+        c.model.fuse_relu = fused;
         const TrainingGraph tg = build_training_graph(c);
         const OpId data = tg.op("layer2.0.bn1", OpRole::backward_data),
                    weight = tg.op("layer2.0.bn1", OpRole::backward_weight);

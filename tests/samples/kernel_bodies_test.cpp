@@ -6,6 +6,7 @@
 // The GPU runs the same bodies (test-gpu-samples checks them there).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -228,6 +229,10 @@ TEST_CASE("elementwise kernel bodies: ReLU, add and gradient sum over dense view
         relu_backward_data<float>(relu, dense(relu_y), dense(dy), TensorView<float>::dense(relu_dx.data(), s),
                                   whole_batch(s));
         add_forward<float>(Add(s, s), dense(x), dense(b), TensorView<float>::dense(sum_y.data(), s), whole_batch(s));
+        std::vector<float> sum_relu_y(s.elements());
+        add_forward<float>(Add(s, s, true), dense(x), dense(b), TensorView<float>::dense(sum_relu_y.data(), s),
+                           whole_batch(s));
+        REQUIRE(std::count(sum_relu_y.begin(), sum_relu_y.end(), 0.0f) > 0);
         const TensorView<const float> parts[] = {dense(x), dense(b), dense(q)};
         gradient_sum<float>(parts, TensorView<float>::dense(grad.data(), s), whole_batch(s));
 
@@ -262,6 +267,8 @@ TEST_CASE("elementwise kernel bodies: ReLU, add and gradient sum over dense view
             CHECK(same_bits(out.dense(), relu_dx));
             run([&](auto w, std::uint64_t u) { binary_unit<decltype(w)::value>(AddOp{}, g, vx, vb, vout, u); });
             CHECK(same_bits(out.dense(), sum_y));
+            run([&](auto w, std::uint64_t u) { binary_unit<decltype(w)::value>(AddReluOp{}, g, vx, vb, vout, u); });
+            CHECK(same_bits(out.dense(), sum_relu_y));
             GradientPartials p{};
             p.count = 3;
             const ConstDeviceImages pv[] = {vx, vb, vq};

@@ -422,6 +422,20 @@ TEST_CASE("add and gradient sum") {
     add_forward<float>(add, cview(a, in), cview(b, in), view(y, in), whole_batch(in));
     for (std::size_t i = 0; i < 16; ++i) CHECK(y[i] == a[i] + b[i]);
     CHECK_THROWS_AS(Add(in, Shape4{2, 3, 2, 2}), ShapeError);
+    CHECK_FALSE(add.has_pass(Pass::backward_data));
+
+    // With a fused ReLU: the bits of add then ReLU, and ReLU's backward pass to run.
+    const Add fused(in, in, true);
+    const Relu relu(in);
+    std::vector<float> fy(16), ry(16);
+    add_forward<float>(fused, cview(a, in), cview(b, in), view(fy, in), whole_batch(in));
+    relu_forward<float>(relu, cview(y, in), view(ry, in), whole_batch(in));
+    CHECK(same_bits(fy, ry));
+    CHECK(std::count(fy.begin(), fy.end(), 0.0f) > 0);
+    CHECK(fused.has_pass(Pass::backward_data));
+    CHECK(fused.splittable(Pass::backward_data));
+    CHECK(fused.kernels(Pass::backward_data, {}).size() == 1);
+    CHECK(fused.work(Pass::backward_data).dram_bytes == relu.work(Pass::backward_data).dram_bytes);
 
     // ((p0 + p1) + p2), in that order, elementwise.
     std::vector<float> p0 = random_values<float>(16, 73), p1 = random_values<float>(16, 74),

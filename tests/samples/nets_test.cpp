@@ -416,9 +416,33 @@ TEST_CASE("network builder checks: names, concat inputs, losses") {
     CHECK_THROWS_WITH_AS(nl.finish(), doctest::Contains("no softmax loss"), ShapeError);
 }
 
+TEST_CASE("fusing ReLUs into adds: only an add's unread output, once") {
+    NetworkBuilder b("fuse_add", Shape4{2, 3, 8, 8});
+    b.fuse_relu(true);
+    const TensorId c = b.conv("conv", b.images(), ConvConfig{4, 3, 1, 1, 1, false});
+    const TensorId d = b.conv("conv2", b.images(), ConvConfig{4, 3, 1, 1, 1, false});
+    const TensorId sum = b.add("sum", c, d);
+    CHECK(b.relu("relu", sum) == sum);  // the add took the ReLU on
+    const TensorId again = b.relu("relu_again", sum);  // a ReLU of a ReLU's output: a layer
+    CHECK(again != sum);
+    const TensorId sum2 = b.add("sum2", c, d);
+    const TensorId read = b.conv("reader", sum2, ConvConfig{4, 1, 1, 0, 1, false});
+    const TensorId late = b.relu("late", sum2);  // sum2 is read already: not fused
+    CHECK(late != sum2);
+    b.softmax_loss("loss", b.fully_connected("fc", b.add("t", b.add("u", again, read), late),
+                                             FullyConnectedConfig{3, true}));
+    const Network net = b.finish();
+    CHECK(std::get<Add>(net.layer(net.layer_id("sum")).spec).relu);
+    CHECK_FALSE(std::get<Add>(net.layer(net.layer_id("sum2")).spec).relu);
+    CHECK_FALSE(std::get<Add>(net.layer(net.layer_id("t")).spec).relu);
+    CHECK_FALSE(net.find_layer("relu"));
+    CHECK(net.find_layer("relu_again"));
+    CHECK(net.find_layer("late"));
+}
+
 TEST_CASE("fusing ReLUs into batch norms: only a batch norm's unread output, once") {
     NetworkBuilder b("fuse", Shape4{2, 3, 8, 8});
-    b.fuse_batch_norm_relu(true);
+    b.fuse_relu(true);
     const TensorId c = b.conv("conv", b.images(), ConvConfig{4, 3, 1, 1, 1, false});
     const TensorId bn = b.batch_norm("bn", c);
     const TensorId r = b.relu("relu", bn);
@@ -442,26 +466,36 @@ TEST_CASE("fusing ReLUs into batch norms: only a batch norm's unread output, onc
     CHECK(net.find_layer("not_bn"));
 }
 
-TEST_CASE("fused nets: every ReLU after a batch norm folds, the rest stays") {
+TEST_CASE("fused nets: every ReLU after a batch norm or an add folds, the rest stays") {
     for (const char* name : {"resnet50", "inception_v3", "googlenet"}) {
         CAPTURE(name);
         NetConfig c = config(name);
         c.image = default_image(name);
         const Network plain = make_network(c);
-        c.fuse_batch_norm_relu = true;
+        c.fuse_relu = true;
         const Network fused = make_network(c);
-        std::size_t relus_after_bn = 0, fused_bns = 0;
-        for (const LayerNode& l : plain.layers())
-            if (std::holds_alternative<Relu>(l.spec) && plain.tensor(l.inputs[0]).producer &&
-                std::holds_alternative<BatchNorm2d>(plain.layer(*plain.tensor(l.inputs[0]).producer).spec))
-                ++relus_after_bn;
-        for (const LayerNode& l : fused.layers())
+        std::size_t relus_after_bn = 0, relus_after_add = 0, fused_bns = 0, fused_adds = 0;
+        for (const LayerNode& l : plain.layers()) {
+            if (!std::holds_alternative<Relu>(l.spec) || !plain.tensor(l.inputs[0]).producer) continue;
+            const LayerSpec& producer = plain.layer(*plain.tensor(l.inputs[0]).producer).spec;
+            if (std::holds_alternative<BatchNorm2d>(producer)) ++relus_after_bn;
+            if (std::holds_alternative<Add>(producer)) ++relus_after_add;
+        }
+        for (const LayerNode& l : fused.layers()) {
             if (const auto* bn = std::get_if<BatchNorm2d>(&l.spec); bn && bn->config.relu) ++fused_bns;
+            if (const auto* a = std::get_if<Add>(&l.spec); a && a->relu) ++fused_adds;
+        }
         CHECK(fused_bns == relus_after_bn);
-        CHECK(fused.layers().size() == plain.layers().size() - relus_after_bn);
+        CHECK(fused_adds == relus_after_add);
+        CHECK(fused.layers().size() == plain.layers().size() - relus_after_bn - relus_after_add);
         CHECK(fused.parameter_count() == plain.parameter_count());
-        if (std::string(name) == "resnet50") CHECK(relus_after_bn == 33);  // the stem and two per bottleneck
+        if (std::string(name) == "resnet50") {
+            CHECK(relus_after_bn == 33);   // the stem and two per bottleneck
+            CHECK(relus_after_add == 16);  // one per bottleneck: every ReLU of ResNet-50 folds
+            for (const LayerNode& l : fused.layers()) CHECK_FALSE(std::holds_alternative<Relu>(l.spec));
+        }
         if (std::string(name) == "inception_v3") CHECK(relus_after_bn == 96);  // one per BasicConv2d, AuxLogits' two included
+        if (std::string(name) != "resnet50") CHECK(relus_after_add == 0);
         if (std::string(name) == "googlenet") CHECK(relus_after_bn == 0);  // no batch norm
     }
 }

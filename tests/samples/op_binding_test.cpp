@@ -267,7 +267,7 @@ TEST_CASE("one binder for every backend: each op's record touches exactly the bu
             c.model.net = name;
             c.model.batch = 2;
             c.model.image = default_image(name);
-            c.model.fuse_batch_norm_relu = fused;
+            c.model.fuse_relu = fused;
             c.model.share_batch_norm_sums = shared;
             const TrainingGraph tg = build_training_graph(c);
             CHECK(check_bindings(tg) == tg.graph.op_count());

@@ -98,7 +98,7 @@ TEST_CASE("split batches give the bits of whole batches on the sample nets") {
     }
 }
 
-TEST_CASE("ReLUs fused into batch norms train to the bits of the separate layers") {
+TEST_CASE("ReLUs fused into batch norms and adds train to the bits of the separate layers") {
     TrainConfig r = small("resnet18", 0);
     r.model.batch = 4;
     TrainConfig v = small("inception_v3", 0);  // dropout before the classifier: its masks must not move
@@ -108,7 +108,7 @@ TEST_CASE("ReLUs fused into batch norms train to the bits of the separate layers
     for (TrainConfig c : {r, v}) {
         CAPTURE(c.model.net);
         const TrainingGraph plain = build_training_graph(c);
-        c.model.fuse_batch_norm_relu = true;
+        c.model.fuse_relu = true;
         const TrainingGraph fused = build_training_graph(c);
         REQUIRE(fused.network.layers().size() < plain.network.layers().size());
         HostModel a(plain), b(fused);
@@ -163,14 +163,14 @@ TEST_CASE("a profile's network settings say whether ReLUs are fused and sums sha
         const bool fuse = (variant & 1) != 0, share = (variant & 2) != 0;
         CAPTURE(fuse);
         CAPTURE(share);
-        c.fuse_batch_norm_relu = fuse;
+        c.fuse_relu = fuse;
         c.share_batch_norm_sums = share;
         const braid::ProfileSettings s = net_settings(c);
-        CHECK(s.contains("fuse_bn_relu") == fuse);  // profiles from before the options read as neither
+        CHECK(s.contains("fuse_relu") == fuse);  // profiles from before the options read as neither
         CHECK(s.contains("share_bn_sums") == share);
         const std::optional<NetConfig> back = net_config_from_settings(s);
         REQUIRE(back);
-        CHECK(back->fuse_batch_norm_relu == fuse);
+        CHECK(back->fuse_relu == fuse);
         CHECK(back->share_batch_norm_sums == share);
         TrainConfig tc;
         tc.model = *back;
@@ -179,7 +179,7 @@ TEST_CASE("a profile's network settings say whether ReLUs are fused and sums sha
         for (bool flip_share : {false, true}) {
             TrainConfig other = tc;
             if (flip_share) other.model.share_batch_norm_sums = !share;
-            else other.model.fuse_batch_norm_relu = !fuse;
+            else other.model.fuse_relu = !fuse;
             CHECK_THROWS_WITH_AS(net_estimates(s, build_training_graph(other).graph),
                                  doctest::Contains("profile it again"), braid::ProfileError);
         }
