@@ -62,6 +62,10 @@ int main(int argc, char** argv) {
     CLI::Option* fuse = app.add_flag("--fuse-relu", m.fuse_relu, braid::samples::fuse_relu_help);
     CLI::Option* share =
         app.add_flag("--share-bn-sums", m.share_batch_norm_sums, braid::samples::share_batch_norm_sums_help);
+    std::uint64_t bucket_mib = 0;
+    CLI::Option* bucket = app.add_option("--update-bucket-mib", bucket_mib, braid::samples::update_bucket_help)
+                              ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30))
+                              ->capture_default_str();
     CLI::Option* gpu = app.add_option("--gpu", opt.device, "CUDA device ordinal of the GPU to profile")
                            ->check(CLI::Range(0, 1023))
                            ->capture_default_str();
@@ -95,8 +99,9 @@ int main(int argc, char** argv) {
         "events: a durations-only profile. BRAID_CUPTI_LIBRARY names the libcupti to load.");
     CLI11_PARSE(app, argc, argv);
     m.aux_classifiers = !no_aux;
+    m.update_bucket_bytes = bucket_mib << 20;
     if (image->count() == 0) m.image = braid::samples::default_image(opt.network);
-    for (const CLI::Option* o : {batch, image, classes, width, aux, fuse, share})
+    for (const CLI::Option* o : {batch, image, classes, width, aux, fuse, share, bucket})
         if (o->count() > 0 && opt.network == "demo") {
             std::fprintf(stderr, "braid-profile: %s sizes a bundled net; the demo has a fixed size (give --net NAME)\n",
                          o->get_name().c_str());

@@ -13,11 +13,12 @@
 //   bench-gpu-train [--nets googlenet,resnet50] [--batches 8,32] [--image S]
 //                   [--classes 1000] [--width-scale 1] [--iters 5] [--check-iters 2]
 //                   [--tune-top 6] [--tune-budget 15] [--fuse-relu 0|1]
-//                   [--share-bn-sums 0|1]
-// With --fuse-relu 1 the nets fold each ReLU after a batch norm into it
-// and every key names the net <net>_fused; with --share-bn-sums 1 batch
-// norms' data gradients reuse their weight gradients' sums (<net>_shared,
-// both: <net>_fused_shared).
+//                   [--share-bn-sums 0|1] [--update-bucket-mib N]
+// With --fuse-relu 1 the nets fold each ReLU after a batch norm or an add
+// into it and every key names the net <net>_fused; with --share-bn-sums 1
+// batch norms' data gradients reuse their weight gradients' sums
+// (<net>_shared, both: <net>_fused_shared); with --update-bucket-mib N > 0
+// SGD updates run in multi-tensor buckets of N MiB (<net>..._bucketN).
 //
 // Exit status: 0; 1 when a check differs or a run fails; 77 without a GPU.
 #include <fmt/format.h>
@@ -58,11 +59,13 @@ struct Options {
     double tune_budget_s = 15.0;
     bool fuse_relu = false;
     bool share_batch_norm_sums = false;
+    std::uint64_t update_bucket_mib = 0;
 };
 
 // The net as keys name it: <net>, <net>_fused, <net>_shared or <net>_fused_shared.
 std::string key_name(const Options& o, const std::string& net) {
-    return net + (o.fuse_relu ? "_fused" : "") + (o.share_batch_norm_sums ? "_shared" : "");
+    return net + (o.fuse_relu ? "_fused" : "") + (o.share_batch_norm_sums ? "_shared" : "") +
+           (o.update_bucket_mib > 0 ? "_bucket" + std::to_string(o.update_bucket_mib) : "");
 }
 
 bool zero_or_one(const std::string& arg, const std::string& value) {
@@ -100,6 +103,7 @@ Options parse(int argc, char** argv) {
         else if (arg == "--width-scale") o.width_scale = std::stod(value);
         else if (arg == "--fuse-relu") o.fuse_relu = zero_or_one(arg, value);
         else if (arg == "--share-bn-sums") o.share_batch_norm_sums = zero_or_one(arg, value);
+        else if (arg == "--update-bucket-mib") o.update_bucket_mib = std::stoull(value);
         else if (arg == "--iters") o.iterations = std::max(1u, number());
         else if (arg == "--check-iters") o.check_iterations = std::max(1u, number());
         else if (arg == "--tune-top") o.tune_top = std::max(1u, number());
@@ -210,6 +214,7 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
     c.model.width_scale = o.width_scale;
     c.model.fuse_relu = o.fuse_relu;
     c.model.share_batch_norm_sums = o.share_batch_norm_sums;
+    c.model.update_bucket_bytes = o.update_bucket_mib << 20;
     const TrainingGraph tg = build_training_graph(c);
     braid::DeviceSpec device;
     try {

@@ -62,6 +62,7 @@ struct Options {
     bool summary = false;
     bool check = false;
     bool no_aux = false;
+    std::uint64_t update_bucket_mib = 0;
     bool net_given = false;
     std::string prototxt;
     PrototxtOptions prototxt_options;  // what the command line sets over the prototxt
@@ -325,9 +326,11 @@ TrainingGraph make_training_graph(const Options& o, std::string& label) {
         const Shape4 in = net.network.input_shape();
         label = fmt::format("{} ({}): batch {}, {}x{} images, {} classes", net.network.name(), o.prototxt, in.n, in.h,
                             in.w, net.network.classes());
-        return build_training_graph(std::move(net.network), config.optimizer, config.seed, config.data_batches);
+        return build_training_graph(std::move(net.network), config.optimizer, config.seed, config.data_batches,
+                                    o.update_bucket_mib << 20);
     }
     config.model.aux_classifiers = !o.no_aux;
+    config.model.update_bucket_bytes = o.update_bucket_mib << 20;
     const NetConfig& m = config.model;
     label = fmt::format("{}: batch {}, {}x{} images, {} classes, width scale {}{}", m.net, m.batch, m.image, m.image,
                         m.classes, m.width_scale, net_variants(m));
@@ -479,6 +482,9 @@ int main(int argc, char** argv) {
         app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
     CLI::Option* fuse = app.add_flag("--fuse-relu", m.fuse_relu, fuse_relu_help);
     CLI::Option* share = app.add_flag("--share-bn-sums", m.share_batch_norm_sums, share_batch_norm_sums_help);
+    app.add_option("--update-bucket-mib", o.update_bucket_mib, update_bucket_help)
+        ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30))
+        ->capture_default_str();
     app.add_option("--prototxt", o.prototxt,
                    "train a Caffe net definition instead of --net (docs/caffe.md); --batch, --image and --classes, "
                    "when given, override the file's")

@@ -35,6 +35,7 @@ struct Options {
     bool no_aux = false;
     bool fuse_relu = false;
     bool share_bn_sums = false;
+    std::uint64_t update_bucket_mib = 0;
     std::string profile;
     std::string prototxt;
     braid::samples::PrototxtOptions prototxt_options;  // what the command line sets over the prototxt
@@ -114,7 +115,8 @@ Problem load_problem(const Options& o) {
         p.what = fmt::format("{} from {}, batch {}, {}x{}, {} classes", net.network.name(), o.prototxt, in.n, in.h,
                              in.w, net.network.classes());
         p.notes = std::move(net.notes);
-        p.training = braid::samples::build_training_graph(std::move(net.network), braid::samples::SgdConfig{}, 1);
+        p.training = braid::samples::build_training_graph(std::move(net.network), braid::samples::SgdConfig{}, 1, 0,
+                                                          o.update_bucket_mib << 20);
     } else {
         braid::samples::TrainConfig tc;
         tc.model.net = o.net;
@@ -125,6 +127,7 @@ Problem load_problem(const Options& o) {
         tc.model.aux_classifiers = !o.no_aux;
         tc.model.fuse_relu = o.fuse_relu;
         tc.model.share_batch_norm_sums = o.share_bn_sums;
+        tc.model.update_bucket_bytes = o.update_bucket_mib << 20;
         p.training = braid::samples::build_training_graph(tc);
         p.what = fmt::format("{}, batch {}, {}x{}, {} classes{}{}", o.net, o.batch, o.image, o.image, o.classes,
                              o.width_scale != 1.0 ? fmt::format(", width x{}", o.width_scale) : "",
@@ -295,6 +298,9 @@ int main(int argc, char** argv) {
     CLI::Option* no_aux = app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
     CLI::Option* fuse = app.add_flag("--fuse-relu", o.fuse_relu, braid::samples::fuse_relu_help);
     CLI::Option* share = app.add_flag("--share-bn-sums", o.share_bn_sums, braid::samples::share_batch_norm_sums_help);
+    CLI::Option* bucket = app.add_option("--update-bucket-mib", o.update_bucket_mib, braid::samples::update_bucket_help)
+                              ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30))
+                              ->capture_default_str();
     CLI::Option* profile =
         app.add_option("--profile", o.profile, "plan the graph and measured costs of a braid-profile profile.json instead");
     app.add_option("--prototxt", o.prototxt,
@@ -303,6 +309,7 @@ int main(int argc, char** argv) {
         ->excludes(net, width, no_aux, profile, fuse, share);
     fuse->excludes(profile);  // a profile carries its own graph
     share->excludes(profile);
+    bucket->excludes(profile);
     CLI::Option* device = app.add_option("--device", o.device, std::string(braid::cli::device_help) +
                                                                   "; default: the profile's, else h200");
     braid::cli::add_deprecated(app, "--device-json", o.device_json, "--device FILE", device);

@@ -150,13 +150,16 @@ struct SgdTensor {
     std::uint64_t elements = 0;
     bool decay = false;
 };
-constexpr std::uint32_t max_sgd_tensors = 4;
+constexpr std::uint32_t max_sgd_tensors = 64;  // a launch's; nn/sgd.hpp's sgd_tensors_per_launch
 struct SgdArgs {
     float learning_rate = 0.01f;
     float momentum = 0.9f;
     float weight_decay = 5e-4f;
 };
-// One launch for up to max_sgd_tensors tensors (a layer's weight and bias).
+// One multi-tensor launch for up to max_sgd_tensors tensors (a layer's, or a
+// bucket of layers'): each block updates one chunk of one tensor, with the
+// expression of the reference, element by element, so any grouping of the
+// tensors gives the same bits.
 cudaError_t launch_sgd(const SgdArgs& a, const SgdTensor* tensors, std::uint32_t count, cudaStream_t stream);
 
 // ------------------------------------------------------------ data and step

@@ -546,6 +546,7 @@ void gradient_sum(CudaLane& lane, std::span<const ConstDeviceView> partials, Dev
 }
 
 void sgd_momentum_update(CudaLane& lane, const SgdConfig& config, std::span<const SgdTensorRef> tensors) {
+    static_assert(max_sgd_tensors == sgd_tensors_per_launch, "the estimates count the launches made here");
     const SgdArgs args{config.learning_rate, config.momentum, config.weight_decay};
     for (std::size_t first = 0; first < tensors.size(); first += max_sgd_tensors) {
         SgdTensor batch[max_sgd_tensors];

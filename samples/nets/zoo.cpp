@@ -1,6 +1,7 @@
 #include "nets/zoo.hpp"
 
 #include <cmath>
+#include <string>
 
 namespace braid::samples {
 
@@ -14,6 +15,12 @@ std::string net_variants(const NetConfig& c) {
     std::string s;
     if (c.fuse_relu) s += ", ReLUs fused";
     if (c.share_batch_norm_sums) s += ", batch-norm sums shared";
+    constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+    if (c.update_bucket_bytes > 0)
+        s += ", updates in " +
+             (c.update_bucket_bytes % mib == 0 ? std::to_string(c.update_bucket_bytes / mib) + " MiB"
+                                               : std::to_string(c.update_bucket_bytes) + "-byte") +
+             " buckets";
     return s;
 }
 

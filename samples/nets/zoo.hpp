@@ -30,6 +30,12 @@ struct NetConfig {
     // (NetworkBuilder::share_batch_norm_sums): one pass over x and dy fewer
     // per batch norm, and dx waits for the weight gradient.
     bool share_batch_norm_sums = false;
+    // 0: one SGD update op per layer, right after its weight gradient. n > 0:
+    // layers share a multi-tensor update op, consecutive in backward order,
+    // until their parameters reach n bytes (the last bucket takes the rest):
+    // fewer launches, later updates. Above the net's parameter bytes: one
+    // update for the whole step, as fused optimizers do.
+    std::uint64_t update_bucket_bytes = 0;
 };
 
 // What --fuse-relu and --share-bn-sums say in every tool that builds bundled nets.
@@ -40,8 +46,12 @@ inline constexpr const char* share_batch_norm_sums_help =
     "batch norms' data gradients reuse the channel sums of their weight gradients (ResNets, Inception-v3): one "
     "pass over the activations and their gradients fewer per batch norm; dx then waits for the weight gradient";
 
-// The graph variants a config asks for, for labels: "" or ", ReLUs fused
-// into batch norms" and/or ", batch-norm sums shared".
+inline constexpr const char* update_bucket_help =
+    "SGD updates as multi-tensor ops over layers holding this many MiB of parameters, consecutive in backward "
+    "order (0: one per layer; more than the net holds: one per step)";
+
+// The graph variants a config asks for, for labels: "" or any of ", ReLUs
+// fused", ", batch-norm sums shared", ", updates in N MiB buckets".
 std::string net_variants(const NetConfig& c);
 
 // "googlenet", "resnet18", ..., "resnet152", "inception_v3".

@@ -1,5 +1,7 @@
 #include "nn/sgd.hpp"
 
+#include <algorithm>
+
 #include "nn/launch.hpp"
 
 namespace braid::samples {
@@ -24,6 +26,17 @@ PassWork sgd_work(std::uint64_t parameters) {
 std::vector<braid::KernelEstimate> sgd_kernels(std::uint64_t parameters) {
     const PassWork w = sgd_work(parameters);
     return {elementwise_kernel("sgd_momentum_update", parameters, w.flops, w.dram_bytes, braid::KernelClass::optimizer)};
+}
+
+std::vector<braid::KernelEstimate> sgd_kernels(const std::vector<std::uint64_t>& tensor_elements) {
+    std::vector<braid::KernelEstimate> out;
+    for (std::size_t first = 0; first < tensor_elements.size(); first += sgd_tensors_per_launch) {
+        std::uint64_t parameters = 0;
+        for (std::size_t k = first; k < std::min(tensor_elements.size(), first + sgd_tensors_per_launch); ++k)
+            parameters += tensor_elements[k];
+        out.push_back(sgd_kernels(parameters).front());
+    }
+    return out;
 }
 
 template void sgd_momentum_update<float>(const SgdConfig&, float*, const float*, float*, std::uint64_t, bool);

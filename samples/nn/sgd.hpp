@@ -30,10 +30,15 @@ template <class T>
 void sgd_momentum_update(const SgdConfig& config, T* param, const T* grad, T* velocity, std::uint64_t elements,
                          bool decay);
 
-// One update op covers all the parameter tensors of a layer (a multi-tensor
-// kernel, as fused optimizers launch): reads param, grad, velocity; writes
-// param, velocity.
+// One update op covers all the parameter tensors of a layer, or of a bucket
+// of layers (NetConfig::update_bucket_bytes), with multi-tensor kernels as
+// fused optimizers launch them: up to sgd_tensors_per_launch tensors a
+// launch. Reads param, grad, velocity; writes param, velocity.
+inline constexpr std::uint32_t sgd_tensors_per_launch = 64;
 PassWork sgd_work(std::uint64_t parameters);
 std::vector<braid::KernelEstimate> sgd_kernels(std::uint64_t parameters);
+// The kernels of one update over tensors of these element counts: one per
+// launch of up to sgd_tensors_per_launch of them.
+std::vector<braid::KernelEstimate> sgd_kernels(const std::vector<std::uint64_t>& tensor_elements);
 
 }  // namespace braid::samples

@@ -37,6 +37,13 @@ std::vector<braid::OpEstimate> op_estimates(const TrainingGraph& tg, const Estim
                 e.kernels = gradient_sum_kernels(tg.network.tensor(s.tensor).shape, s.partials.size());
                 break;
             }
+            case OpRole::update: {
+                std::vector<std::uint64_t> tensors;
+                for (LayerId l : info.update_layers)
+                    for (const ParamSpec& p : parameters_of(tg.network.layer(l).spec)) tensors.push_back(p.elements());
+                e.kernels = sgd_kernels(tensors);
+                break;
+            }
             case OpRole::loss_sum:
                 e.kernels = std::get<SoftmaxCrossEntropy>(tg.network.layer(*info.layer).spec).loss_sum_kernels();
                 break;

@@ -17,6 +17,7 @@ braid::ProfileSettings net_settings(const NetConfig& c) {
                              {"no_aux", !c.aux_classifiers}};
     if (c.fuse_relu) s["fuse_relu"] = true;  // absent: not fused (profiles from before it)
     if (c.share_batch_norm_sums) s["share_bn_sums"] = true;  // absent: not shared
+    if (c.update_bucket_bytes > 0) s["update_bucket_bytes"] = static_cast<std::int64_t>(c.update_bucket_bytes);
     return s;
 }
 
@@ -51,10 +52,10 @@ std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& 
         throw braid::Error("network setting 'net' names '" + *net + "', not a bundled network");
     for (const auto& [name, value] : s)
         if (name != "net" && name != "batch" && name != "image" && name != "classes" && name != "width_scale" &&
-            name != "no_aux" && name != "fuse_relu" && name != "share_bn_sums")
+            name != "no_aux" && name != "fuse_relu" && name != "share_bn_sums" && name != "update_bucket_bytes")
             throw braid::Error("unknown network setting '" + name +
                                "' (expected net, batch, image, classes, width_scale, no_aux, fuse_relu, "
-                               "share_bn_sums)");
+                               "share_bn_sums, update_bucket_bytes)");
     NetConfig c;
     c.net = *net;
     c.batch = positive(s, "batch", c.batch, 1 << 20);
@@ -67,6 +68,11 @@ std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& 
     if (const bool* no_aux = setting<bool>(s, "no_aux")) c.aux_classifiers = !*no_aux;
     if (const bool* fuse = setting<bool>(s, "fuse_relu")) c.fuse_relu = *fuse;
     if (const bool* share = setting<bool>(s, "share_bn_sums")) c.share_batch_norm_sums = *share;
+    if (const std::int64_t* bucket = setting<std::int64_t>(s, "update_bucket_bytes")) {
+        if (*bucket < 0)
+            throw braid::Error("network setting 'update_bucket_bytes' must be >= 0, got " + std::to_string(*bucket));
+        c.update_bucket_bytes = static_cast<std::uint64_t>(*bucket);
+    }
     return c;
 }
 

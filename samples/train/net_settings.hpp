@@ -1,7 +1,8 @@
 // A bundled network's configuration as profile settings and back: what
 // braid-profile writes into profile.json ("net", "batch", "image",
-// "classes", "width_scale", "no_aux"; "fuse_relu", "share_bn_sums" when
-// set) so that a profile says which network it measured, and what
+// "classes", "width_scale", "no_aux"; "fuse_relu", "share_bn_sums",
+// "update_bucket_bytes" when set) so that a profile says which network it
+// measured, and what
 // braid-calibrate reads to estimate that network beside its profile.
 #pragma once
 

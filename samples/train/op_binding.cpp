@@ -38,6 +38,17 @@ public:
                 for (BufferId p : s.partials) out.partials.push_back(cview(p));
                 return out;
             }
+            case OpRole::update: {  // every tensor of the op's layers, in their order
+                bound::Update u{graph_.optimizer, {}};
+                for (LayerId l : info.update_layers) {
+                    const LayerBuffers& b = graph_.layers[l];
+                    const std::vector<ParamSpec> specs = parameters_of(graph_.network.layer(l).spec);
+                    for (std::size_t i = 0; i < specs.size(); ++i)
+                        u.tensors.push_back({ptr(b.params[i]), ptr(b.param_gradients[i]), ptr(b.momentum[i]),
+                                             specs[i].elements(), specs[i].weight_decay});
+                }
+                return u;
+            }
             default: return layer(*info.layer, info.role);
         }
     }
@@ -50,14 +61,7 @@ private:
         const auto dx = [&] { return view(b.input_gradients.at(0).value()); };
         const auto dy = [&] { return cview(b.output_gradient.value()); };
 
-        if (role == OpRole::update) {
-            bound::Update u{graph_.optimizer, {}};
-            const std::vector<ParamSpec> specs = parameters_of(spec);
-            for (std::size_t i = 0; i < specs.size(); ++i)
-                u.tensors.push_back({ptr(b.params[i]), ptr(b.param_gradients[i]), ptr(b.momentum[i]),
-                                     specs[i].elements(), specs[i].weight_decay});
-            return u;
-        }
+
         if (const auto* c = std::get_if<Conv2d>(&spec)) {
             if (role == OpRole::forward)
                 return bound::ConvForward{*c, cview(b.inputs[0]), ptr(b.params[0]), optional(1, b.params), view(b.output)};

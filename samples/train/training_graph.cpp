@@ -73,8 +73,13 @@ std::uint64_t element_bytes(ElementType e) { return e == ElementType::u64 ? 8 : 
 
 class Assembler {
 public:
-    Assembler(Network net, const SgdConfig& optimizer, std::uint64_t seed, std::uint64_t data_batches)
-        : net_(std::move(net)), optimizer_(optimizer), seed_(seed), data_batches_(data_batches) {}
+    Assembler(Network net, const SgdConfig& optimizer, std::uint64_t seed, std::uint64_t data_batches,
+              std::uint64_t update_bucket_bytes)
+        : net_(std::move(net)),
+          optimizer_(optimizer),
+          seed_(seed),
+          data_batches_(data_batches),
+          update_bucket_bytes_(update_bucket_bytes) {}
 
     TrainingGraph run() {
         const std::size_t layer_count = net_.layers().size();
@@ -366,21 +371,42 @@ private:
             add_op(n + ".backward_weight", OpRole::backward_weight, l, reads, b.param_gradients, false);
     }
 
+    // Layer l's parameters join the open update bucket; the bucket becomes
+    // one update op once it holds update_bucket_bytes_ (at once when 0).
     void add_update(LayerId l) {
         if (!has_weight_gradient(l)) return;
-        const LayerBuffers& b = layers_[l];
-        std::vector<BufferId> update_reads = b.params, update_writes = b.params;
-        update_reads.insert(update_reads.end(), b.param_gradients.begin(), b.param_gradients.end());
-        update_reads.insert(update_reads.end(), b.momentum.begin(), b.momentum.end());
-        update_writes.insert(update_writes.end(), b.momentum.begin(), b.momentum.end());
-        layer_ops_[l].update = add_op(net_.layer(l).name + ".update", OpRole::update, l, update_reads, update_writes,
-                                      false);
+        bucket_.push_back(l);
+        for (BufferId p : layers_[l].params) bucket_bytes_ += g_.buffer(p).bytes;
+        if (bucket_bytes_ >= update_bucket_bytes_) flush_updates();
+    }
+
+    // One update op over the open bucket's layers: "<layer>.update" for one,
+    // "<first>..<last>.update" (backward order) for several.
+    void flush_updates() {
+        if (bucket_.empty()) return;
+        std::vector<BufferId> reads, writes;
+        for (LayerId l : bucket_) {
+            const LayerBuffers& b = layers_[l];
+            reads.insert(reads.end(), b.params.begin(), b.params.end());
+            reads.insert(reads.end(), b.param_gradients.begin(), b.param_gradients.end());
+            reads.insert(reads.end(), b.momentum.begin(), b.momentum.end());
+            writes.insert(writes.end(), b.params.begin(), b.params.end());
+            writes.insert(writes.end(), b.momentum.begin(), b.momentum.end());
+        }
+        std::string name = net_.layer(bucket_.front()).name;
+        if (bucket_.size() > 1) name += ".." + net_.layer(bucket_.back()).name;
+        const OpId id = add_op(name + ".update", OpRole::update, bucket_.front(), reads, writes, false);
+        ops_.back().update_layers = bucket_;
+        for (LayerId l : bucket_) layer_ops_[l].update = id;
+        bucket_.clear();
+        bucket_bytes_ = 0;
     }
 
     void add_ops() {
         add_op("data", OpRole::data, std::nullopt, {step_}, {images_, labels_}, true);
         for (LayerId l = 0; l < net_.layers().size(); ++l) add_forward(l);
         for (LayerId l = static_cast<LayerId>(net_.layers().size()); l-- > 0;) add_backward(l);
+        flush_updates();
         add_op("step.advance", OpRole::advance_step, std::nullopt, {step_}, {step_}, false);
     }
 
@@ -397,6 +423,9 @@ private:
     std::vector<GradientSum> sums_;
     std::map<TensorId, std::uint32_t> sum_of_tensor_;
     std::map<LayerId, BufferId> masked_;  // fused adds: the gradient before the ReLU
+    std::uint64_t update_bucket_bytes_ = 0;
+    std::vector<LayerId> bucket_;  // layers whose update op is not made yet, in backward order
+    std::uint64_t bucket_bytes_ = 0;
     std::vector<bool> value_made_;  // by TensorId
     BufferId images_ = 0, labels_ = 0, step_ = 0;
 };
@@ -404,12 +433,13 @@ private:
 }  // namespace
 
 TrainingGraph build_training_graph(Network network, const SgdConfig& optimizer, std::uint64_t seed,
-                                   std::uint64_t data_batches) {
-    return Assembler(std::move(network), optimizer, seed, data_batches).run();
+                                   std::uint64_t data_batches, std::uint64_t update_bucket_bytes) {
+    return Assembler(std::move(network), optimizer, seed, data_batches, update_bucket_bytes).run();
 }
 
 TrainingGraph build_training_graph(const TrainConfig& config) {
-    return build_training_graph(make_network(config.model), config.optimizer, config.seed, config.data_batches);
+    return build_training_graph(make_network(config.model), config.optimizer, config.seed, config.data_batches,
+                                config.model.update_bucket_bytes);
 }
 
 }  // namespace braid::samples

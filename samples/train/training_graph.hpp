@@ -9,7 +9,8 @@
 // right after its forward), then per layer in reverse order: the gradient
 // sum of its output (when several layers read it), backward_data,
 // backward_weight, update (backward_weight first for a batch norm with
-// shared sums); last, advance_step.
+// shared sums; with update buckets an update op follows the last layer of
+// its bucket, the last bucket's before advance_step); last, advance_step.
 #pragma once
 
 #include <cstddef>
@@ -53,8 +54,9 @@ enum class ElementType : std::uint8_t { f32, i32, u64 };
 
 struct OpInfo {
     OpRole role = OpRole::forward;
-    std::optional<LayerId> layer;              // for layer ops
+    std::optional<LayerId> layer;              // for layer ops (an update's: its first layer)
     std::optional<std::uint32_t> gradient_sum;  // index into TrainingGraph::gradient_sums
+    std::vector<LayerId> update_layers;         // an update's layers, in backward order (one per layer by default)
 };
 
 struct BufferInfo {
@@ -121,8 +123,9 @@ struct TrainingGraph {
 };
 
 TrainingGraph build_training_graph(const TrainConfig& config);
+// update_bucket_bytes as NetConfig::update_bucket_bytes.
 TrainingGraph build_training_graph(Network network, const SgdConfig& optimizer, std::uint64_t seed,
-                                   std::uint64_t data_batches = 0);
+                                   std::uint64_t data_batches = 0, std::uint64_t update_bucket_bytes = 0);
 
 // An f32 buffer of the graph as an NCHW view, given the address its root
 // buffer was allocated at (host or device memory): the view's first element

@@ -545,6 +545,37 @@ TEST_CASE("elementwise kernels give the float reference's bits: ReLU, add, dropo
     check_bitwise(gbias_velocity.host(), bias_velocity, "SGD bias momentum");
 }
 
+TEST_CASE("multi-tensor SGD: 150 tensors of many sizes, empty ones too, in three launches give the reference's bits") {
+    TestLane lane;
+    const SgdConfig sgd{0.05f, 0.9f, 1e-3f};
+    // Sizes around the kernel's 4096-element chunk, and one of 0.
+    std::vector<std::uint64_t> sizes;
+    for (std::uint64_t k = 0; k < 150; ++k) sizes.push_back(k == 7 ? 0 : (k * 977) % 9000 + (k % 5 == 0 ? 4096 : 1));
+    std::vector<std::vector<float>> param, grad, velocity;
+    std::vector<DeviceVector<float>> gparam, ggrad, gvelocity;
+    std::vector<SgdTensorRef> tensors;
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+        param.push_back(to_float(random_values<double>(sizes[k], 300 + k)));
+        grad.push_back(to_float(random_values<double>(sizes[k], 600 + k)));
+        velocity.push_back(to_float(random_values<double>(sizes[k], 900 + k)));
+    }
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+        gparam.emplace_back(param[k]);
+        ggrad.emplace_back(grad[k]);
+        gvelocity.emplace_back(velocity[k]);
+    }
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+        tensors.push_back({gparam[k].get(), ggrad[k].get(), gvelocity[k].get(), sizes[k], k % 3 != 0});
+        sgd_momentum_update<float>(sgd, param[k].data(), grad[k].data(), velocity[k].data(), sizes[k], k % 3 != 0);
+    }
+    cuda::sgd_momentum_update(lane(), sgd, tensors);
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+        CAPTURE(k);
+        check_bitwise(gparam[k].host(), param[k], "multi-tensor SGD weights");
+        check_bitwise(gvelocity[k].host(), velocity[k], "multi-tensor SGD momentum");
+    }
+}
+
 TEST_CASE("softmax cross-entropy: probabilities, losses and gradients") {
     TestLane lane;
     const Shape4 s{4, 10, 1, 1};

@@ -168,6 +168,40 @@ TEST_CASE("shared batch-norm sums: braid's plan gives the serial bits on the GPU
     CHECK(shared_loss == doctest::Approx(plain_loss).epsilon(1e-3));
 }
 
+TEST_CASE("update buckets give the per-layer updates' bits on the GPU, serial and braid's plan in graph mode") {
+    const braid::DeviceSpec& device = braid::find_device("h200");
+    TrainConfig c = small("resnet50");
+    CudaRunOptions o;
+    o.deterministic = true;
+    o.graph_mode = true;
+    double per_layer_loss = 0.0, bucket_loss = 0.0, serial_loss = 0.0;
+    const TrainingGraph per_layer = build_training_graph(c);
+    c.model.update_bucket_bytes = std::uint64_t{1} << 40;  // one update op: 161 tensors in three launches
+    const TrainingGraph tg = build_training_graph(c);
+    braid::PlanOptions po;
+    po.strategy = "braid";
+    po.max_streams = 3;
+    po.mode = braid::LaunchMode::graph;
+    const braid::Plan plan = braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), po);
+    o.split_granule = split_granule(plan, tg.graph);  // the same library calls in every run below
+    const WeightSnapshot reference = train(per_layer, braid::strategy::serial(per_layer.graph), o, 2, &per_layer_loss);
+    const WeightSnapshot serial = train(tg, braid::strategy::serial(tg.graph), o, 2, &serial_loss);
+    const WeightComparison cmp = compare_weights(train(tg, plan, o, 2, &bucket_loss), serial);
+    CAPTURE(cmp.describe());
+    CHECK(cmp.identical);
+    CHECK(bucket_loss == serial_loss);
+    // Against the per-layer graph, buffer by buffer (the buffers are the same; the ops differ).
+    REQUIRE(serial.buffers.size() == reference.buffers.size());
+    std::size_t compared = 0;
+    for (LayerId l = 0; l < tg.layers.size(); ++l)
+        for (braid::BufferId p : tg.layers[l].params) {
+            ++compared;
+            CHECK(serial.buffers[p] == reference.buffers[p]);
+        }
+    CHECK(compared > 150);
+    CHECK(serial_loss == per_layer_loss);
+}
+
 TEST_CASE("ReLUs fused into batch norms and adds give the bits of the separate layers on the GPU") {
     TrainConfig v = small("inception_v3");  // its fused outputs are concat slices
     v.model.image = 75;

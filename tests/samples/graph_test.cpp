@@ -475,6 +475,78 @@ TEST_CASE("the executor runs braid's plan of a small inception_v3 to the serial 
     CHECK(std::isfinite(run.loss));
 }
 
+TEST_CASE("update buckets: multi-tensor update ops over consecutive layers give the per-layer updates' bits") {
+    TrainConfig c;
+    c.model.net = "resnet18";
+    c.model.image = 32;
+    c.model.width_scale = 0.125;
+    c.model.batch = 2;
+    c.model.classes = 5;
+    const TrainingGraph per_layer = build_training_graph(c);
+    std::size_t layers_with_updates = 0;
+    for (const OpInfo& info : per_layer.ops)
+        if (info.role == OpRole::update) {
+            CHECK(info.update_layers == std::vector<LayerId>{*info.layer});
+            ++layers_with_updates;
+        }
+    HostModel reference(per_layer);
+    for (int it = 0; it < 2; ++it) reference.run_serial_iteration();
+    const braid::DeviceSpec& device = braid::find_device("h200");
+    for (const std::uint64_t bucket : {std::uint64_t{20000}, std::uint64_t{1} << 40}) {
+        CAPTURE(bucket);
+        c.model.update_bucket_bytes = bucket;
+        const TrainingGraph tg = build_training_graph(c);
+        std::size_t updates = 0, covered = 0;
+        for (OpId id = 0; id < tg.ops.size(); ++id) {
+            const OpInfo& info = tg.ops[id];
+            if (info.role != OpRole::update) continue;
+            ++updates;
+            covered += info.update_layers.size();
+            std::uint64_t bytes = 0;
+            for (LayerId l : info.update_layers) {
+                CHECK(tg.op(l, OpRole::update) == id);
+                // After every weight gradient it applies, and after the backward_data that reads its weights.
+                CHECK((tg.graph.edge_hazards(tg.op(l, OpRole::backward_weight), id) & braid::hazard_raw) != 0);
+                for (braid::BufferId p : tg.layers[l].params) bytes += tg.graph.buffer(p).bytes;
+            }
+            if (id != tg.ops.size() - 2) CHECK(bytes >= bucket);  // all but the last bucket (before step.advance) are full
+        }
+        CHECK(covered == layers_with_updates);
+        CHECK(updates < layers_with_updates);
+        if (bucket > (std::uint64_t{1} << 30)) {
+            CHECK(updates == 1);
+            CHECK(tg.graph.op(static_cast<OpId>(tg.ops.size() - 2)).name == "fc..conv1.update");
+            CHECK(op_estimates(tg)[tg.op("fc", OpRole::update)].kernels.size() == 1);  // 62 tensors: one launch
+        }
+        CHECK(tg.graph.fingerprint() != per_layer.graph.fingerprint());
+        // Serial and braid's plan: the per-layer run's bits, parameter for parameter.
+        braid::PlanOptions options;
+        options.strategy = "braid";
+        options.max_streams = 4;
+        const ExecutorRun run =
+            run_against_serial(tg, braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), options));
+        CHECK_MESSAGE(run.weights.identical, run.weights.describe());
+        HostModel bucketed(tg);
+        for (int it = 0; it < 2; ++it) bucketed.run_serial_iteration();
+        CHECK(bucketed.loss() == reference.loss());
+        std::size_t compared = 0;
+        for (LayerId l = 0; l < tg.layers.size(); ++l)
+            for (std::size_t i = 0; i < tg.layers[l].params.size(); ++i, ++compared) {
+                CHECK(same_bits(bucketed.values(tg.layers[l].params[i]), reference.values(per_layer.layers[l].params[i])));
+                CHECK(same_bits(bucketed.values(tg.layers[l].momentum[i]),
+                                reference.values(per_layer.layers[l].momentum[i])));
+            }
+        CHECK(compared > 50);
+    }
+    // ResNet-50's 161 tensors in one update: three launches of up to 64.
+    TrainConfig r;
+    r.model.net = "resnet50";
+    r.model.batch = 2;
+    r.model.update_bucket_bytes = std::uint64_t{1} << 40;
+    const TrainingGraph big = build_training_graph(r);
+    CHECK(op_estimates(big)[big.op("fc", OpRole::update)].kernels.size() == 3);
+}
+
 TEST_CASE("a residual add with its ReLU fused: one masked gradient that both inputs read") {
     TrainConfig c;
     c.model.net = "resnet18";

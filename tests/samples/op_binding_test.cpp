@@ -257,9 +257,10 @@ TEST_SUITE("cpu") {
 
 TEST_CASE("one binder for every backend: each op's record touches exactly the buffers the op declares") {
     for (const std::string& name : network_names())
-        for (int variant = 0; variant < 4; ++variant) {
-            // A fused ReLU's backward reads the output too; shared sums read dgamma, dbeta.
-            const bool fused = (variant & 1) != 0, shared = (variant & 2) != 0;
+        for (int variant = 0; variant < 8; ++variant) {
+            // A fused ReLU's backward reads the output too; shared sums read
+            // dgamma, dbeta; a bucket's update every tensor of its layers.
+            const bool fused = (variant & 1) != 0, shared = (variant & 2) != 0, bucketed = (variant & 4) != 0;
             CAPTURE(name);
             CAPTURE(fused);
             CAPTURE(shared);
@@ -269,6 +270,8 @@ TEST_CASE("one binder for every backend: each op's record touches exactly the bu
             c.model.image = default_image(name);
             c.model.fuse_relu = fused;
             c.model.share_batch_norm_sums = shared;
+            c.model.update_bucket_bytes = bucketed ? std::uint64_t{4} << 20 : 0;
+            CAPTURE(bucketed);
             const TrainingGraph tg = build_training_graph(c);
             CHECK(check_bindings(tg) == tg.graph.op_count());
         }

@@ -159,31 +159,41 @@ TEST_CASE("shared batch-norm sums train to within rounding of recomputed ones") 
 
 TEST_CASE("a profile's network settings say whether ReLUs are fused and sums shared, and rebuild that graph") {
     NetConfig c = small("resnet18", 0).model;
-    for (int variant = 0; variant < 4; ++variant) {
+    for (int variant = 0; variant < 8; ++variant) {
         const bool fuse = (variant & 1) != 0, share = (variant & 2) != 0;
+        const std::uint64_t bucket = (variant & 4) != 0 ? 20000 : 0;
         CAPTURE(fuse);
         CAPTURE(share);
+        CAPTURE(bucket);
         c.fuse_relu = fuse;
         c.share_batch_norm_sums = share;
+        c.update_bucket_bytes = bucket;
         const braid::ProfileSettings s = net_settings(c);
         CHECK(s.contains("fuse_relu") == fuse);  // profiles from before the options read as neither
         CHECK(s.contains("share_bn_sums") == share);
+        CHECK(s.contains("update_bucket_bytes") == (bucket > 0));
         const std::optional<NetConfig> back = net_config_from_settings(s);
         REQUIRE(back);
         CHECK(back->fuse_relu == fuse);
         CHECK(back->share_batch_norm_sums == share);
+        CHECK(back->update_bucket_bytes == bucket);
         TrainConfig tc;
         tc.model = *back;
         const TrainingGraph tg = build_training_graph(tc);
         CHECK(net_estimates(s, tg.graph));  // the fingerprint check passes for the graph the settings describe
-        for (bool flip_share : {false, true}) {
+        for (int flip = 0; flip < 3; ++flip) {
             TrainConfig other = tc;
-            if (flip_share) other.model.share_batch_norm_sums = !share;
-            else other.model.fuse_relu = !fuse;
+            if (flip == 0) other.model.fuse_relu = !fuse;
+            if (flip == 1) other.model.share_batch_norm_sums = !share;
+            if (flip == 2) other.model.update_bucket_bytes = bucket > 0 ? 0 : 20000;
             CHECK_THROWS_WITH_AS(net_estimates(s, build_training_graph(other).graph),
                                  doctest::Contains("profile it again"), braid::ProfileError);
         }
     }
+    braid::ProfileSettings bad = net_settings(c);
+    bad["update_bucket_bytes"] = std::int64_t{-1};
+    CHECK_THROWS_WITH_AS(net_config_from_settings(bad), doctest::Contains("'update_bucket_bytes' must be >= 0"),
+                         braid::Error);
 }
 
 TEST_CASE("weight comparison names the first differing tensor and index") {
