@@ -359,6 +359,60 @@ BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t pool_input_offset(const PoolArgs&
     return n * image_stride + (t - n * per_image);
 }
 
+// ------------------------------------------------------------ SGD
+
+// A multi-tensor update launch: one block per chunk of sgd_chunk elements of
+// one tensor. Tensor k owns blocks [first_block[k], first_block[k + 1]); 64
+// tensors and their offsets take 2.8 KB of the 4 KB of kernel parameters.
+inline constexpr std::uint64_t sgd_chunk = 4096;  // 16 elements a thread of 256
+struct SgdBatch {
+    SgdTensor t[max_sgd_tensors];
+    std::uint32_t first_block[max_sgd_tensors + 1];
+    std::uint32_t count;
+};
+
+// Fills `batch` with tensors[0, count) (count <= max_sgd_tensors); returns
+// the blocks the launch needs.
+inline std::uint64_t sgd_batch(const SgdTensor* tensors, std::uint32_t count, SgdBatch& batch) {
+    batch.count = count;
+    std::uint64_t blocks = 0;
+    for (std::uint32_t k = 0; k < count; ++k) {
+        batch.t[k] = tensors[k];
+        batch.first_block[k] = static_cast<std::uint32_t>(blocks);
+        blocks += (tensors[k].elements + sgd_chunk - 1) / sgd_chunk;
+    }
+    batch.first_block[count] = static_cast<std::uint32_t>(blocks);
+    return blocks;
+}
+
+struct SgdChunk {
+    std::uint32_t tensor;
+    std::uint64_t begin, end;  // elements of that tensor
+};
+
+// Block `block`'s chunk: the last tensor whose first block is at or before
+// it (a tensor without elements owns no block and is passed over).
+BRAID_SAMPLES_HOST_DEVICE inline SgdChunk sgd_chunk_of(const SgdBatch& batch, std::uint32_t block) {
+    std::uint32_t lo = 0, hi = batch.count;
+    while (hi - lo > 1) {
+        const std::uint32_t mid = (lo + hi) / 2;
+        if (batch.first_block[mid] <= block) lo = mid;
+        else hi = mid;
+    }
+    const std::uint64_t begin = std::uint64_t{block - batch.first_block[lo]} * sgd_chunk;
+    const std::uint64_t elements = batch.t[lo].elements;
+    return {lo, begin, BRAID_SAMPLES_MIN(begin + sgd_chunk, elements)};
+}
+
+// Element i of tensor s, as nn/sgd.cpp's reference updates it.
+BRAID_SAMPLES_HOST_DEVICE inline void sgd_element(const SgdArgs& a, const SgdTensor& s, std::uint64_t i) {
+    float g = s.grad[i];
+    if (s.decay) g = g + a.weight_decay * s.param[i];
+    const float v = a.momentum * s.velocity[i] + g;
+    s.velocity[i] = v;
+    s.param[i] = s.param[i] - a.learning_rate * v;
+}
+
 #undef BRAID_SAMPLES_MIN
 #undef BRAID_SAMPLES_MAX
 

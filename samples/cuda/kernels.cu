@@ -348,35 +348,10 @@ __global__ void softmax_loss_backward_kernel(ConstDeviceImages p, const std::int
 
 // ------------------------------------------------------------ SGD, data, step
 
-constexpr std::uint64_t sgd_chunk = 4096;  // elements a block updates, 16 per thread
-
-// Tensor k owns blocks [first_block[k], first_block[k + 1]), one chunk each.
-// 64 tensors and their block offsets take 2.8 KB of the 4 KB of parameters.
-struct SgdBatch {
-    SgdTensor t[max_sgd_tensors];
-    std::uint32_t first_block[max_sgd_tensors + 1];
-    std::uint32_t count;
-};
-
 __global__ void sgd_kernel(SgdArgs a, SgdBatch batch) {
-    // The last tensor whose first block is at or before this one (tensors
-    // without elements own no block and are passed over).
-    std::uint32_t lo = 0, hi = batch.count;
-    while (hi - lo > 1) {
-        const std::uint32_t mid = (lo + hi) / 2;
-        if (batch.first_block[mid] <= blockIdx.x) lo = mid;
-        else hi = mid;
-    }
-    const SgdTensor& s = batch.t[lo];
-    const std::uint64_t begin = std::uint64_t{blockIdx.x - batch.first_block[lo]} * sgd_chunk;
-    const std::uint64_t end = begin + sgd_chunk < s.elements ? begin + sgd_chunk : s.elements;
-    for (std::uint64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-        float g = s.grad[i];
-        if (s.decay) g = g + a.weight_decay * s.param[i];
-        const float v = a.momentum * s.velocity[i] + g;
-        s.velocity[i] = v;
-        s.param[i] = s.param[i] - a.learning_rate * v;
-    }
+    const SgdChunk c = sgd_chunk_of(batch, blockIdx.x);
+    const SgdTensor& s = batch.t[c.tensor];
+    for (std::uint64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) sgd_element(a, s, i);
 }
 
 __global__ void synthetic_data_kernel(SyntheticDataArgs a, DeviceImages images, std::int32_t* labels,
@@ -625,15 +600,8 @@ cudaError_t launch_sgd(const SgdArgs& a, const SgdTensor* tensors, std::uint32_t
     if (count > max_sgd_tensors) return cudaErrorInvalidValue;
     static_assert(sizeof(SgdArgs) + sizeof(SgdBatch) <= 4096, "kernel parameters fit the classic 4 KB");
     SgdBatch batch{};
-    batch.count = count;
-    std::uint64_t blocks = 0;
-    for (std::uint32_t k = 0; k < count; ++k) {
-        batch.t[k] = tensors[k];
-        batch.first_block[k] = static_cast<std::uint32_t>(blocks);
-        blocks += (tensors[k].elements + sgd_chunk - 1) / sgd_chunk;
-        if (blocks > 0x7fffffffu) return cudaErrorInvalidValue;
-    }
-    batch.first_block[count] = static_cast<std::uint32_t>(blocks);
+    const std::uint64_t blocks = sgd_batch(tensors, count, batch);
+    if (blocks > 0x7fffffffu) return cudaErrorInvalidValue;
     if (blocks == 0) return cudaSuccess;
     sgd_kernel<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(a, batch);
     return launched();

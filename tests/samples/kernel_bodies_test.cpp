@@ -22,6 +22,7 @@
 #include "nn/gradient_sum.hpp"
 #include "nn/pool.hpp"
 #include "nn/relu.hpp"
+#include "nn/sgd.hpp"
 
 using namespace braid::samples;
 using namespace braid::samples::cuda;
@@ -379,6 +380,57 @@ TEST_CASE("per-channel walks: every float of a channel once over the slices and 
     CHECK(channel_vector_width(49, {ConstDeviceImages(buffer, 2, 1, 7, 7, 49)}) == 1);  // a 7x7 plane
     CHECK(channel_vector_width(16, {ConstDeviceImages(buffer + 2, 2, 1, 4, 4, 20)}) == 1);
     CHECK(channel_vector_width(16, {ConstDeviceImages(buffer, 2, 1, 4, 4, 18)}) == 1);
+}
+
+TEST_CASE("multi-tensor SGD: every element of every tensor updated once, by the chunk its block owns, as the reference") {
+    const SgdConfig config{0.05f, 0.9f, 1e-3f};
+    const SgdArgs args{config.learning_rate, config.momentum, config.weight_decay};
+    // Sizes on and around the chunk, empty ones first, last and between.
+    const std::vector<std::uint64_t> sizes{0, 1, 4095, 4096, 4097, 0, 12288, 7, 0, 10000, 0};
+    std::vector<std::vector<float>> param, grad, velocity, want_param, want_velocity;
+    std::mt19937 rng(17);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (std::uint64_t n : sizes) {
+        std::vector<float> p(n), g(n), v(n);
+        for (std::uint64_t i = 0; i < n; ++i) {
+            p[i] = u(rng);
+            g[i] = u(rng);
+            v[i] = u(rng);
+        }
+        param.push_back(p);
+        grad.push_back(g);
+        velocity.push_back(v);
+    }
+    want_param = param;
+    want_velocity = velocity;
+    std::vector<SgdTensor> tensors;
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+        const bool decay = k % 2 == 1;
+        tensors.push_back({param[k].data(), grad[k].data(), velocity[k].data(), sizes[k], decay});
+        sgd_momentum_update<float>(config, want_param[k].data(), grad[k].data(), want_velocity[k].data(), sizes[k],
+                                   decay);
+    }
+    SgdBatch batch{};
+    const std::uint64_t blocks = sgd_batch(tensors.data(), static_cast<std::uint32_t>(tensors.size()), batch);
+    CHECK(blocks == 0 + 1 + 1 + 1 + 2 + 0 + 3 + 1 + 0 + 3 + 0);
+    std::vector<std::uint64_t> chunks(sizes.size(), 0);
+    for (std::uint32_t b = 0; b < blocks; ++b) {
+        const SgdChunk c = sgd_chunk_of(batch, b);
+        CAPTURE(b);
+        REQUIRE(c.tensor < sizes.size());
+        CHECK(sizes[c.tensor] > 0);
+        CHECK(c.begin < c.end);
+        CHECK(c.end <= sizes[c.tensor]);
+        ++chunks[c.tensor];
+        for (std::uint32_t thread = 0; thread < 256; ++thread)  // the kernel's loop, thread by thread
+            for (std::uint64_t i = c.begin + thread; i < c.end; i += 256) sgd_element(args, batch.t[c.tensor], i);
+    }
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+        CAPTURE(k);
+        CHECK(chunks[k] == (sizes[k] + sgd_chunk - 1) / sgd_chunk);
+        CHECK(same_bits(param[k], want_param[k]));
+        CHECK(same_bits(velocity[k], want_velocity[k]));
+    }
 }
 
 }  // TEST_SUITE
