@@ -156,37 +156,51 @@ __global__ void channel_moments_partials(ConstDeviceImages x, double* sums, doub
     }
 }
 
-__global__ void batch_norm_statistics(BatchNormArgs a, ConstDeviceImages x, std::uint32_t slices, const double* sums,
-                                      const double* squares, float* saved_mean, float* saved_inv_std,
-                                      float* running_mean, float* running_var) {
-    const std::uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= x.c) return;
+// Channel c's batch statistics from the moments' `slices` partials, in
+// slice order (every block of the channel gets the same bits); the first
+// slice's block also writes the saved and running statistics.
+__device__ void batch_norm_statistics(const BatchNormArgs& a, ConstDeviceImages x, std::uint32_t c,
+                                      std::uint32_t slices, bool write, const double* sums, const double* squares,
+                                      float* saved_mean, float* saved_inv_std, float* running_mean,
+                                      float* running_var, float& mean_out, float& inv_std_out) {
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
     const double count = static_cast<double>(x.images) * static_cast<double>(plane);
     const ChannelMoments m =
         channel_moments(static_cast<double>(x.data[std::uint64_t{c} * plane]),
                         ordered_sum(sums + std::uint64_t{c} * slices, slices),
                         ordered_sum(squares + std::uint64_t{c} * slices, slices), count);
-    saved_mean[c] = static_cast<float>(m.mean);
-    saved_inv_std[c] = static_cast<float>(1.0 / sqrt(m.variance + static_cast<double>(a.epsilon)));
+    mean_out = static_cast<float>(m.mean);
+    inv_std_out = static_cast<float>(1.0 / sqrt(m.variance + static_cast<double>(a.epsilon)));
+    if (!write) return;
+    saved_mean[c] = mean_out;
+    saved_inv_std[c] = inv_std_out;
     const double momentum = a.momentum;
     const double unbiased = count > 1.0 ? m.variance * count / (count - 1.0) : m.variance;
     running_mean[c] = static_cast<float>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * m.mean);
     running_var[c] = static_cast<float>((1.0 - momentum) * static_cast<double>(running_var[c]) + momentum * unbiased);
 }
 
-// With `relu`, the fused ReLU on the result (the same select as relu_forward_kernel).
+// The statistics (above, one thread per block), then y = gamma * xhat +
+// beta over the block's slice; with `a.relu` the fused ReLU on the result
+// (the same select as relu_forward_kernel). The grid is the moments'.
 template <int V>
-__global__ void batch_norm_normalize(ConstDeviceImages x, const float* gamma, const float* beta,
-                                     const float* saved_mean, const float* saved_inv_std, bool relu, DeviceImages y) {
+__global__ void batch_norm_normalize(BatchNormArgs a, ConstDeviceImages x, const double* sums,
+                                     const double* squares, const float* gamma, const float* beta,
+                                     float* saved_mean, float* saved_inv_std, float* running_mean,
+                                     float* running_var, DeviceImages y) {
+    __shared__ float mean_shared, inv_std_shared;
     const std::uint32_t c = blockIdx.y;
+    if (threadIdx.x == 0)
+        batch_norm_statistics(a, x, c, gridDim.x, blockIdx.x == 0, sums, squares, saved_mean, saved_inv_std,
+                              running_mean, running_var, mean_shared, inv_std_shared);
+    __syncthreads();
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
-    const float mean = saved_mean[c], inv_std = saved_inv_std[c], g = gamma[c], b = beta[c];
+    const float mean = mean_shared, inv_std = inv_std_shared, g = gamma[c], b = beta[c];
     for (ChannelWalk<V> it = channel_walk<V>(x); it.valid(); it.next()) {
         Floats<V> v = load_floats<V>(x.data + it.at(x.image_stride, c, plane));
         for (int k = 0; k < V; ++k) {
             const float n = g * ((v.v[k] - mean) * inv_std) + b;
-            v.v[k] = relu ? ReluForwardOp{}(n) : n;
+            v.v[k] = a.relu ? ReluForwardOp{}(n) : n;
         }
         store_floats<V>(y.data + it.at(y.image_stride, c, plane), v);
     }
@@ -514,9 +528,8 @@ cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages 
     with_width(channel_vector_width(std::uint64_t{x.h} * x.w, {x, y}), [&](auto w) {
         constexpr int V = decltype(w)::value;
         channel_moments_partials<V><<<grid, threads, 0, stream>>>(x, sums, squares);
-        batch_norm_statistics<<<(x.c + 127) / 128, 128, 0, stream>>>(a, x, s, sums, squares, saved_mean,
-                                                                      saved_inv_std, running_mean, running_var);
-        batch_norm_normalize<V><<<grid, threads, 0, stream>>>(x, gamma, beta, saved_mean, saved_inv_std, a.relu, y);
+        batch_norm_normalize<V><<<grid, threads, 0, stream>>>(a, x, sums, squares, gamma, beta, saved_mean,
+                                                               saved_inv_std, running_mean, running_var, y);
     });
     return launched();
 }

@@ -94,7 +94,8 @@ cudaError_t launch_pool_backward(const PoolArgs& p, ConstDeviceImages x, ConstDe
 // ------------------------------------------------------------ per-channel reductions
 // Deterministic two-level reductions over (image, pixel) of each channel:
 // `channel_slices` blocks per channel write partial sums in double to
-// scratch, then one thread per channel adds them in order. The partition
+// scratch, then one thread per channel (per block of the kernel that uses
+// them, for the batch-norm statistics and dx) adds them in order. The partition
 // (and the 16-byte width, from the views' alignment) depends on the views
 // only, so every run and every lane gives the same bits.
 std::uint32_t channel_slices(std::uint32_t images, std::uint32_t h, std::uint32_t w);
