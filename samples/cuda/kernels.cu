@@ -247,8 +247,9 @@ __global__ void batch_norm_backward_partials(ConstDeviceImages x, ConstDeviceIma
     }
 }
 
-// The channel sums from `partials` (gridDim.x slices per channel), or from
-// `sums` (backward_weight's results) when it has them.
+// The channel sums from `partials` (gridDim.x slices per channel), in slice
+// order; with `sums` the first block of each channel writes them as the
+// weight gradient, as batch_norm_weight_gradients does.
 template <int V>
 __global__ void batch_norm_backward_dx(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                        const float* gamma, const float* saved_mean, const float* saved_inv_std,
@@ -258,14 +259,14 @@ __global__ void batch_norm_backward_dx(ConstDeviceImages x, ConstDeviceImages dy
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
     const double count = static_cast<double>(x.images) * static_cast<double>(plane);
     if (threadIdx.x == 0) {
-        if (sums.dgamma != nullptr) {
-            mean_dy = static_cast<float>(static_cast<double>(sums.dbeta[c]) / count);
-            mean_dy_xhat = static_cast<float>(static_cast<double>(sums.dgamma[c]) / count);
-        } else {
-            const std::uint64_t cs = std::uint64_t{gridDim.y} * gridDim.x;
-            mean_dy = static_cast<float>(ordered_sum(partials + std::uint64_t{c} * gridDim.x, gridDim.x) / count);
-            mean_dy_xhat =
-                static_cast<float>(ordered_sum(partials + cs + std::uint64_t{c} * gridDim.x, gridDim.x) / count);
+        const std::uint64_t cs = std::uint64_t{gridDim.y} * gridDim.x;
+        const double sum_dy = ordered_sum(partials + std::uint64_t{c} * gridDim.x, gridDim.x);
+        const double sum_dy_xhat = ordered_sum(partials + cs + std::uint64_t{c} * gridDim.x, gridDim.x);
+        mean_dy = static_cast<float>(sum_dy / count);
+        mean_dy_xhat = static_cast<float>(sum_dy_xhat / count);
+        if (sums.dgamma != nullptr && blockIdx.x == 0) {
+            sums.dbeta[c] = static_cast<float>(sum_dy);
+            sums.dgamma[c] = static_cast<float>(sum_dy_xhat);
         }
     }
     __syncthreads();
@@ -539,13 +540,11 @@ cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImag
                                             BatchNormSums sums, DeviceImages dx, double* scratch,
                                             cudaStream_t stream) {
     if (x.images == 0 || x.c == 0) return cudaSuccess;
-    if ((sums.dgamma == nullptr) != (sums.dbeta == nullptr) || (sums.dgamma == nullptr && scratch == nullptr))
-        return cudaErrorInvalidValue;
+    if ((sums.dgamma == nullptr) != (sums.dbeta == nullptr) || scratch == nullptr) return cudaErrorInvalidValue;
     const dim3 grid(channel_slices(x.images, x.h, x.w), x.c);
     with_width(channel_vector_width(std::uint64_t{x.h} * x.w, {x, dy, dx, y}), [&](auto w) {
         constexpr int V = decltype(w)::value;
-        if (sums.dgamma == nullptr)
-            batch_norm_backward_partials<V><<<grid, threads, 0, stream>>>(x, dy, y, saved_mean, saved_inv_std, scratch);
+        batch_norm_backward_partials<V><<<grid, threads, 0, stream>>>(x, dy, y, saved_mean, saved_inv_std, scratch);
         batch_norm_backward_dx<V>
             <<<grid, threads, 0, stream>>>(x, dy, y, gamma, saved_mean, saved_inv_std, scratch, sums, dx);
     });

@@ -110,15 +110,16 @@ struct BatchNormArgs {
 cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages x, const float* gamma,
                                       const float* beta, DeviceImages y, float* saved_mean, float* saved_inv_std,
                                       float* running_mean, float* running_var, double* scratch, cudaStream_t stream);
-// The two channel sums as backward_weight wrote them (dgamma = sum dy *
-// xhat, dbeta = sum dy); both null: backward_data computes its own.
+// Where a batch norm with shared sums writes its weight gradient from
+// backward_data (dgamma = sum dy * xhat, dbeta = sum dy, the bits
+// launch_batch_norm_backward_weight writes); both null: dx only.
 struct BatchNormSums {
-    const float* dgamma = nullptr;
-    const float* dbeta = nullptr;
+    float* dgamma = nullptr;
+    float* dbeta = nullptr;
 };
 // y: the output of a fused ReLU, whose mask applies to dy; y.data null
-// without one. With `sums` one pass (dx) and no scratch; without, the sums
-// pass first into scratch.
+// without one. The sums' pass writes partials to scratch; the dx pass adds
+// them per block, and its first block of each channel writes `sums`.
 cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                             const float* gamma, const float* saved_mean, const float* saved_inv_std,
                                             BatchNormSums sums, DeviceImages dx, double* scratch, cudaStream_t stream);

@@ -444,10 +444,10 @@ ConstDeviceImages relu_mask(const BatchNorm2d& layer, const ConstDeviceView& y, 
 
 void batch_norm_backward_data(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
                               const float* gamma, const float* saved_mean, const float* saved_inv_std, DeviceView dx,
-                              ConstDeviceView y, const float* dgamma, const float* dbeta) {
+                              ConstDeviceView y, float* dgamma, float* dbeta) {
     check_shared_sums(layer, dgamma, dbeta);
     const BatchNormSums sums = layer.config.share_sums ? BatchNormSums{dgamma, dbeta} : BatchNormSums{};
-    double* scratch = sums.dgamma ? nullptr : scratch_doubles(lane, batch_norm_scratch_bytes(layer));
+    double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer));
     const ImageRange all = whole_batch(layer.in);
     check_launch(launch_batch_norm_backward_data(images_of(x, all), images_of(dy, all),
                                                  relu_mask(layer, y, "batch norm backward data"), gamma, saved_mean,

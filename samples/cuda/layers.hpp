@@ -176,7 +176,7 @@ void batch_norm_forward_training(CudaLane& lane, const BatchNorm2d& layer, Const
 // y: the layer's output, read for a fused ReLU's mask (layer.config.relu); empty without.
 void batch_norm_backward_data(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
                               const float* gamma, const float* saved_mean, const float* saved_inv_std, DeviceView dx,
-                              ConstDeviceView y = {}, const float* dgamma = nullptr, const float* dbeta = nullptr);
+                              ConstDeviceView y = {}, float* dgamma = nullptr, float* dbeta = nullptr);
 void batch_norm_backward_weight(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
                                 const float* saved_mean, const float* saved_inv_std, float* dgamma, float* dbeta,
                                 ConstDeviceView y = {});

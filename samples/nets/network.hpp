@@ -76,8 +76,8 @@ public:
     // holds the activations. The ReLU's name is not in the network. The
     // caller must not read x again as the layer's raw output.
     void fuse_relu(bool on) noexcept { fuse_relu_ = on; }
-    // From now on, every batch norm's backward_data takes its two channel
-    // sums from its backward_weight (BatchNormConfig::share_sums).
+    // From now on, every batch norm's backward_data also writes its weight
+    // gradient, and it has no backward_weight op (BatchNormConfig::share_sums).
     void share_batch_norm_sums(bool on) noexcept { share_batch_norm_sums_ = on; }
 
     TensorId conv(std::string name, TensorId x, ConvConfig config);

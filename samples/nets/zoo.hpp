@@ -26,9 +26,9 @@ struct NetConfig {
     // it (NetworkBuilder::fuse_relu): ResNets and Inception-v3; same
     // results, fewer passes over the activations.
     bool fuse_relu = false;
-    // Every batch norm's backward_data reuses the sums of its backward_weight
-    // (NetworkBuilder::share_batch_norm_sums): one pass over x and dy fewer
-    // per batch norm, and dx waits for the weight gradient.
+    // Every batch norm has one backward op that writes dx and its weight
+    // gradient from one computation of the channel sums (NetworkBuilder::
+    // share_batch_norm_sums): one pass over x and dy fewer, the same bits.
     bool share_batch_norm_sums = false;
     // 0: one SGD update op per layer, right after its weight gradient. n > 0:
     // layers share a multi-tensor update op, consecutive in backward order,
@@ -43,8 +43,8 @@ inline constexpr const char* fuse_relu_help =
     "fold every ReLU that follows a batch norm or a residual add into it (ResNets, Inception-v3): same results, one "
     "pass over the activations and a buffer or two fewer per pair";
 inline constexpr const char* share_batch_norm_sums_help =
-    "batch norms' data gradients reuse the channel sums of their weight gradients (ResNets, Inception-v3): one "
-    "pass over the activations and their gradients fewer per batch norm; dx then waits for the weight gradient";
+    "one backward op per batch norm computes its channel sums once for dx and the weight gradient (ResNets, "
+    "Inception-v3): one pass over the activations and their gradients fewer per batch norm, the same bits";
 
 inline constexpr const char* update_bucket_help =
     "SGD updates as multi-tensor ops over layers holding this many MiB of parameters, consecutive in backward "

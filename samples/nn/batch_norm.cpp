@@ -31,9 +31,8 @@ PassWork BatchNorm2d::work(Pass p) const {
     const double mask = config.relu ? t : 0.0;  // a fused ReLU's backward passes also read y
     switch (p) {
         case Pass::forward: return {8.0 * e, 2 * t + t + 6 * c};  // statistics read x; normalize reads x, writes y
-        case Pass::backward_data:  // sums read x, dy (or come from backward_weight); the dx pass re-reads
-            if (config.share_sums) return {5.0 * e, 2 * t + mask + t + 5 * c};
-            return {9.0 * e, 2 * (2 * t + mask) + t + 3 * c};
+        case Pass::backward_data:  // sums read x, dy; the dx pass re-reads (and with shared sums writes dgamma, dbeta)
+            return {9.0 * e, 2 * (2 * t + mask) + t + (config.share_sums ? 5 : 3) * c};
         case Pass::backward_weight: return {4.0 * e, 2 * t + mask + 4 * c};
         case Pass::update: return sgd_work(2ull * in.c);
     }
@@ -50,8 +49,6 @@ std::vector<braid::KernelEstimate> BatchNorm2d::kernels(Pass p, const EstimateOp
             return {row_reduction_kernel("bn_forward_statistics", in.c, 3.0 * e, t + 4 * c, braid::KernelClass::normalization),
                     elementwise_kernel("bn_forward_normalize", in.elements(), 5.0 * e, 2 * t + 2 * c, braid::KernelClass::normalization)};
         case Pass::backward_data:
-            if (config.share_sums)
-                return {elementwise_kernel("bn_backward_data", in.elements(), 5.0 * e, 3 * t + mask + 5 * c, braid::KernelClass::normalization)};
             return {row_reduction_kernel("bn_backward_reduce", in.c, 4.0 * e, 2 * t + mask + 2 * c, braid::KernelClass::normalization),
                     elementwise_kernel("bn_backward_data", in.elements(), 5.0 * e, 3 * t + mask + c, braid::KernelClass::normalization)};
         case Pass::backward_weight: return {row_reduction_kernel("bn_backward_reduce", in.c, 4.0 * e, 2 * t + mask + 4 * c, braid::KernelClass::normalization)};
@@ -62,7 +59,7 @@ std::vector<braid::KernelEstimate> BatchNorm2d::kernels(Pass p, const EstimateOp
 
 void check_shared_sums(const BatchNorm2d& layer, const void* dgamma, const void* dbeta) {
     if (layer.config.share_sums && (dgamma == nullptr || dbeta == nullptr))
-        throw ShapeError("batch norm backward_data: the layer shares backward_weight's sums and needs dgamma and dbeta");
+        throw ShapeError("batch norm backward_data: the layer shares its sums and writes dgamma and dbeta too: give both");
 }
 
 template <class T>
@@ -148,7 +145,7 @@ void channel_sums(const BatchNorm2d& layer, TensorView<const T> x, TensorView<co
 template <class T>
 void batch_norm_backward_data(const BatchNorm2d& layer, TensorView<const T> x, TensorView<const T> dy, const T* gamma,
                               const T* saved_mean, const T* saved_inv_std, TensorView<T> dx, TensorView<const T> y,
-                              const T* dgamma, const T* dbeta) {
+                              T* dgamma, T* dbeta) {
     check_relu_output(layer, y, "batch norm backward_data");
     check_shared_sums(layer, dgamma, dbeta);
     const Shape4 s = layer.in;
@@ -156,11 +153,10 @@ void batch_norm_backward_data(const BatchNorm2d& layer, TensorView<const T> x, T
     const double count = static_cast<double>(s.n) * static_cast<double>(plane);
     for (std::uint32_t c = 0; c < s.c; ++c) {
         double sum_dy = 0.0, sum_dy_xhat = 0.0;
-        if (layer.config.share_sums) {
-            sum_dy = static_cast<double>(dbeta[c]);
-            sum_dy_xhat = static_cast<double>(dgamma[c]);
-        } else {
-            channel_sums(layer, x, dy, y, c, saved_mean[c], saved_inv_std[c], sum_dy, sum_dy_xhat);
+        channel_sums(layer, x, dy, y, c, saved_mean[c], saved_inv_std[c], sum_dy, sum_dy_xhat);
+        if (layer.config.share_sums) {  // as batch_norm_backward_weight writes them
+            dgamma[c] = static_cast<T>(sum_dy_xhat);
+            dbeta[c] = static_cast<T>(sum_dy);
         }
         const T mean_dy = static_cast<T>(sum_dy / count), mean_dy_xhat = static_cast<T>(sum_dy_xhat / count);
         const T scale = gamma[c] * saved_inv_std[c];
@@ -193,8 +189,7 @@ void batch_norm_backward_weight(const BatchNorm2d& layer, TensorView<const T> x,
     template void batch_norm_forward_training<T>(const BatchNorm2d&, TensorView<const T>, const T*, const T*,        \
                                                  TensorView<T>, T*, T*, T*, T*);                                     \
     template void batch_norm_backward_data<T>(const BatchNorm2d&, TensorView<const T>, TensorView<const T>, const T*, \
-                                              const T*, const T*, TensorView<T>, TensorView<const T>, const T*,      \
-                                              const T*);                                                             \
+                                              const T*, const T*, TensorView<T>, TensorView<const T>, T*, T*);       \
     template void batch_norm_backward_weight<T>(const BatchNorm2d&, TensorView<const T>, TensorView<const T>,         \
                                                 const T*, const T*, T*, T*, TensorView<const T>);
 BRAID_SAMPLES_BN(float)

@@ -6,10 +6,10 @@
 // 0)) and its backward counts dy only where y > 0: a separate ReLU layer's
 // pass over the activations and two of its buffers go, with the bits of the
 // two layers (NetworkBuilder::fuse_relu folds them).
-// With `share_sums` backward_data takes the two per-channel sums from
-// backward_weight's results (dbeta = sum dy, dgamma = sum dy * xhat) instead
-// of reading x and dy once more for them: one pass over two activations
-// fewer per layer, and dx waits for backward_weight.
+// With `share_sums` one backward pass computes the two per-channel sums
+// once for both gradients: backward_data also writes dgamma = sum dy * xhat
+// and dbeta = sum dy, and the layer has no backward_weight op. One pass
+// over x and dy fewer per layer, with the bits of the two passes.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +23,7 @@ struct BatchNormConfig {
     float epsilon = 1e-5f;
     float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch
     bool relu = false;      // a fused ReLU on the output
-    bool share_sums = false;  // backward_data reads dgamma, dbeta (backward_weight's) for its sums
+    bool share_sums = false;  // backward_data writes dgamma, dbeta too (one backward op)
 };
 
 struct BatchNorm2d {
@@ -52,16 +52,17 @@ struct BatchNorm2d {
 template <class T>
 void batch_norm_forward_training(const BatchNorm2d& layer, TensorView<const T> x, const T* gamma, const T* beta,
                                  TensorView<T> y, T* saved_mean, T* saved_inv_std, T* running_mean, T* running_var);
-// dx from dy. Without config.share_sums it recomputes the two per-channel
-// sums the weight gradient also needs, so that dx does not wait for
-// backward_weight; with it, they are `dgamma` and `dbeta` as
-// batch_norm_backward_weight wrote them (required then, unread otherwise).
-// With config.relu, `y` is the layer's output and dy counts where y > 0 (as
-// ReLU's backward has it); without, y is not read.
+// dx from dy. It computes the two per-channel sums the weight gradient also
+// needs: without config.share_sums only for dx (so that dx does not wait
+// for backward_weight, which computes them again); with it, it also writes
+// them as `dgamma` and `dbeta` (required then, untouched otherwise), the
+// bits batch_norm_backward_weight writes. With config.relu, `y` is the
+// layer's output and dy counts where y > 0 (as ReLU's backward has it);
+// without, y is not read.
 template <class T>
 void batch_norm_backward_data(const BatchNorm2d& layer, TensorView<const T> x, TensorView<const T> dy, const T* gamma,
                               const T* saved_mean, const T* saved_inv_std, TensorView<T> dx,
-                              TensorView<const T> y = {}, const T* dgamma = nullptr, const T* dbeta = nullptr);
+                              TensorView<const T> y = {}, T* dgamma = nullptr, T* dbeta = nullptr);
 // Refuses backward_data of a layer with shared sums without dgamma and
 // dbeta (both backends call it, so both say the same).
 void check_shared_sums(const BatchNorm2d& layer, const void* dgamma, const void* dbeta);

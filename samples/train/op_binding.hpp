@@ -100,9 +100,9 @@ struct BnBackwardData {
     const float* saved_inv_std;
     Out dx;
     In y;  // the output, with a fused ReLU (its mask); empty without
-    // With shared sums, backward_weight's results; null without.
-    const float* dgamma = nullptr;
-    const float* dbeta = nullptr;
+    // With shared sums the weight gradient, written here too; null without.
+    float* dgamma = nullptr;
+    float* dbeta = nullptr;
 };
 struct BnBackwardWeight {
     BatchNorm2d layer;

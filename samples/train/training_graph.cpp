@@ -318,14 +318,14 @@ private:
         const bool has_dy = b.output_gradient.has_value() || kind == LayerKind::softmax_loss;
         if (!has_dy) return;
 
-        // A batch norm with shared sums reads its backward_weight's results:
-        // that op comes first in program order (the update still after both).
-        const auto* bn = std::get_if<BatchNorm2d>(&node.spec);
-        const bool weight_first = bn && bn->config.share_sums;
-        if (weight_first) add_backward_weight(l);
         std::vector<BufferId> dx;
         for (const auto& g : b.input_gradients)
             if (g) dx.push_back(*g);
+        // A batch norm with shared sums writes its weight gradient in its
+        // backward_data op and has no backward_weight op (but when it sends
+        // no gradient, as any layer).
+        const auto* bn = std::get_if<BatchNorm2d>(&node.spec);
+        const bool one_op = bn && bn->config.share_sums && !dx.empty() && has_weight_gradient(l);
         if (!dx.empty()) {
             std::vector<BufferId> reads;
             const BufferId dy = b.output_gradient.value_or(0);
@@ -336,8 +336,7 @@ private:
                     reads = {b.inputs[0], dy, b.params[0], b.aux[BatchNorm2d::saved_mean],
                              b.aux[BatchNorm2d::saved_inv_std]};
                     if (std::get<BatchNorm2d>(node.spec).config.relu) reads.push_back(b.output);  // the ReLU's mask
-                    if (std::get<BatchNorm2d>(node.spec).config.share_sums)  // dgamma, dbeta: the two sums
-                        reads.insert(reads.end(), b.param_gradients.begin(), b.param_gradients.end());
+                    if (one_op) dx.insert(dx.end(), b.param_gradients.begin(), b.param_gradients.end());
                     break;
                 case LayerKind::relu: reads = {b.output, dy}; break;
                 case LayerKind::max_pool:
@@ -350,7 +349,7 @@ private:
             layer_ops_[l].backward_data = add_op(n + ".backward_data", OpRole::backward_data, l, reads, dx,
                                                  splittable(node.spec, Pass::backward_data));
         }
-        if (!weight_first) add_backward_weight(l);
+        if (!one_op) add_backward_weight(l);
         add_update(l);
     }
 

@@ -8,9 +8,10 @@
 // Program order: data, forward ops in layer order (a loss layer's loss_sum
 // right after its forward), then per layer in reverse order: the gradient
 // sum of its output (when several layers read it), backward_data,
-// backward_weight, update (backward_weight first for a batch norm with
-// shared sums; with update buckets an update op follows the last layer of
-// its bucket, the last bucket's before advance_step); last, advance_step.
+// backward_weight, update (a batch norm with shared sums has no
+// backward_weight op: its backward_data writes the weight gradient; with
+// update buckets an update op follows the last layer of its bucket, the
+// last bucket's before advance_step); last, advance_step.
 #pragma once
 
 #include <cstddef>

@@ -421,51 +421,40 @@ TEST_CASE("batch norm with a fused ReLU gives the bits of batch norm then ReLU (
     }
 }
 
-TEST_CASE("batch norm with shared sums: dx from backward_weight's dgamma and dbeta matches the reference (own kernels)") {
+TEST_CASE("batch norm with shared sums: one backward pass gives the bits of backward data and weight (own kernels)") {
     TestLane lane;
     for (const Shape4 in : {Shape4{4, 3, 5, 5}, Shape4{4, 3, 8, 8}}) {
         for (bool relu : {false, true}) {
             CAPTURE(in.h);
             CAPTURE(relu);
-            BatchNormConfig config;
-            config.relu = relu;
-            config.share_sums = true;
-            const BatchNorm2d shared(in, config);
+            BatchNormConfig plain_config, shared_config;
+            plain_config.relu = relu;
+            shared_config.relu = relu;
+            shared_config.share_sums = true;
+            const BatchNorm2d plain(in, plain_config), shared(in, shared_config);
             const std::size_t n = in.elements(), c = in.c;
-            const auto x = random_values<double>(n, 75, -2.0, 3.0);
-            const auto gamma = random_values<double>(c, 76, 0.5, 1.5);
-            const auto beta = random_values<double>(c, 77);
-            const auto dy = random_values<double>(n, 78);
-            std::vector<double> y(n), mean(c), inv(c), rmean(c, 0.0), rvar(c, 1.0), dx(n), dgamma(c), dbeta(c);
-            batch_norm_forward_training<double>(shared, cv(x, in), gamma.data(), beta.data(), mv(y, in), mean.data(),
-                                                inv.data(), rmean.data(), rvar.data());
-            batch_norm_backward_weight<double>(shared, cv(x, in), cv(dy, in), mean.data(), inv.data(), dgamma.data(),
-                                               dbeta.data(), cv(y, in));
-            batch_norm_backward_data<double>(shared, cv(x, in), cv(dy, in), gamma.data(), mean.data(), inv.data(),
-                                             mv(dx, in), cv(y, in), dgamma.data(), dbeta.data());
-
-            const DeviceVector<float> gx(to_float(x)), ggamma(to_float(gamma)), gbeta(to_float(beta)),
-                gdy(to_float(dy));
+            const DeviceVector<float> gx(to_float(random_values<double>(n, 75, -2.0, 3.0)));
+            const DeviceVector<float> ggamma(to_float(random_values<double>(c, 76, 0.5, 1.5)));
+            const DeviceVector<float> gbeta(to_float(random_values<double>(c, 77)));
+            const DeviceVector<float> gdy(to_float(random_values<double>(n, 78)));
             DeviceVector<float> gy(n), gmean(c), ginv(c), grmean(c, 0.0f), grvar(c, 1.0f), gdx(n), gdgamma(c),
-                gdbeta(c);
-            cuda::batch_norm_forward_training(lane(), shared, gx.view(in), ggamma.get(), gbeta.get(), gy.view(in),
+                gdbeta(c), sdx(n), sdgamma(c), sdbeta(c);
+            cuda::batch_norm_forward_training(lane(), plain, gx.view(in), ggamma.get(), gbeta.get(), gy.view(in),
                                               gmean.get(), ginv.get(), grmean.get(), grvar.get());
-            cuda::batch_norm_backward_weight(lane(), shared, gx.view(in), gdy.view(in), gmean.get(), ginv.get(),
-                                             gdgamma.get(), gdbeta.get(), gy.view(in));
+            const cuda::ConstDeviceView mask = relu ? cuda::ConstDeviceView(gy.view(in)) : cuda::ConstDeviceView{};
+            cuda::batch_norm_backward_data(lane(), plain, gx.view(in), gdy.view(in), ggamma.get(), gmean.get(),
+                                           ginv.get(), gdx.view(in), mask);
+            cuda::batch_norm_backward_weight(lane(), plain, gx.view(in), gdy.view(in), gmean.get(), ginv.get(),
+                                             gdgamma.get(), gdbeta.get(), mask);
             cuda::batch_norm_backward_data(lane(), shared, gx.view(in), gdy.view(in), ggamma.get(), gmean.get(),
-                                           ginv.get(), gdx.view(in), gy.view(in), gdgamma.get(), gdbeta.get());
-            check_close(gdgamma.host(), dgamma, library_tol, "shared dgamma");
-            check_close(gdx.host(), dx, library_tol, "shared backward data");
-            // Twice: the same bits.
-            DeviceVector<float> gdx2(n);
-            cuda::batch_norm_backward_data(lane(), shared, gx.view(in), gdy.view(in), ggamma.get(), gmean.get(),
-                                           ginv.get(), gdx2.view(in), gy.view(in), gdgamma.get(), gdbeta.get());
-            check_bitwise(gdx2.host(), gdx.host(), "shared backward data, second run");
+                                           ginv.get(), sdx.view(in), mask, sdgamma.get(), sdbeta.get());
+            check_bitwise(sdx.host(), gdx.host(), "shared backward data");
+            check_bitwise(sdgamma.host(), gdgamma.host(), "shared dgamma");
+            check_bitwise(sdbeta.host(), gdbeta.host(), "shared dbeta");
             CHECK_THROWS_WITH_AS(cuda::batch_norm_backward_data(lane(), shared, gx.view(in), gdy.view(in),
-                                                                ggamma.get(), gmean.get(), ginv.get(), gdx.view(in),
-                                                                gy.view(in)),
-                                 doctest::Contains("shares backward_weight's sums and needs dgamma and dbeta"),
-                                 ShapeError);
+                                                                ggamma.get(), gmean.get(), ginv.get(), sdx.view(in),
+                                                                mask),
+                                 doctest::Contains("shares its sums and writes dgamma and dbeta too"), ShapeError);
         }
     }
 }

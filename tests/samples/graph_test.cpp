@@ -587,7 +587,7 @@ TEST_CASE("a residual add with its ReLU fused: one masked gradient that both inp
     CHECK(run.loss == run.serial_loss);
 }
 
-TEST_CASE("shared batch-norm sums: backward_data waits for backward_weight, and plans keep the serial bits") {
+TEST_CASE("shared batch-norm sums: one backward op per batch norm writes its weight gradient, and plans keep the serial bits") {
     TrainConfig c;
     c.model.net = "resnet18";
     c.model.image = 32;
@@ -600,13 +600,22 @@ TEST_CASE("shared batch-norm sums: backward_data waits for backward_weight, and 
         CAPTURE(fused);
         c.model.fuse_relu = fused;
         const TrainingGraph tg = build_training_graph(c);
-        const OpId data = tg.op("layer2.0.bn1", OpRole::backward_data),
-                   weight = tg.op("layer2.0.bn1", OpRole::backward_weight);
-        CHECK((tg.graph.edge_hazards(weight, data) & braid::hazard_raw) != 0);
-        // The update still overwrites gamma after backward_data has read it.
+        const OpId data = tg.op("layer2.0.bn1", OpRole::backward_data);
+        CHECK_THROWS_WITH_AS(tg.op("layer2.0.bn1", OpRole::backward_weight), doctest::Contains("no backward_weight op"),
+                             braid::GraphError);
+        const LayerBuffers& b = tg.layers[tg.network.layer_id("layer2.0.bn1")];
+        for (braid::BufferId g : b.param_gradients) {
+            const auto& writes = tg.graph.op(data).writes;
+            CHECK(std::find(writes.begin(), writes.end(), g) != writes.end());
+        }
+        // The update reads the gradient after it, and overwrites gamma after it has read it.
+        CHECK((tg.graph.edge_hazards(data, tg.op("layer2.0.bn1", OpRole::update)) & braid::hazard_raw) != 0);
         CHECK((tg.graph.edge_hazards(data, tg.op("layer2.0.bn1", OpRole::update)) & braid::hazard_war) != 0);
-        CHECK_FALSE(reaches(plain, plain.op("layer2.0.bn1", OpRole::backward_weight),
-                            plain.op("layer2.0.bn1", OpRole::backward_data)));
+        std::size_t bns = 0;
+        for (const LayerNode& l : tg.network.layers()) bns += std::holds_alternative<BatchNorm2d>(l.spec) ? 1 : 0;
+        TrainConfig unshared = c;
+        unshared.model.share_batch_norm_sums = false;
+        CHECK(tg.graph.op_count() + bns == build_training_graph(unshared).graph.op_count());  // one op fewer each
         CHECK(tg.graph.fingerprint() != plain.graph.fingerprint());
         const braid::DeviceSpec& device = braid::find_device("h200");
         for (const std::string strategy : {"nimble", "braid"}) {

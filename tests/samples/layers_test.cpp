@@ -172,56 +172,51 @@ TEST_CASE("batch norm with a fused ReLU: the bits of batch norm then ReLU, and i
                          doctest::Contains("backward_weight: the layer has a fused ReLU"), ShapeError);
 }
 
-TEST_CASE("batch norm with shared sums: backward_data from backward_weight's dgamma and dbeta") {
+TEST_CASE("batch norm with shared sums: one backward pass writes dx, dgamma and dbeta with the two passes' bits") {
     const Shape4 in{3, 2, 4, 5};
-    BatchNormConfig shared_config;
-    shared_config.share_sums = true;
-    const BatchNorm2d plain(in, {}), shared(in, shared_config);
-    const std::size_t n = in.elements();
-    // In double the sums reach backward_data unrounded either way: the same bits.
-    const auto x = random_values<double>(n, 91, -2.0, 2.0);
-    const auto dy = random_values<double>(n, 92);
-    const std::vector<double> gamma{1.25, 0.5}, beta{0.25, -0.5};
-    std::vector<double> y(n), mean(2), inv(2), rmean(2, 0.0), rvar(2, 1.0), dgamma(2), dbeta(2), dx(n), sdx(n);
-    batch_norm_forward_training<double>(plain, cview(x, in), gamma.data(), beta.data(), view(y, in), mean.data(),
-                                        inv.data(), rmean.data(), rvar.data());
-    batch_norm_backward_weight<double>(shared, cview(x, in), cview(dy, in), mean.data(), inv.data(), dgamma.data(),
-                                       dbeta.data());
-    batch_norm_backward_data<double>(plain, cview(x, in), cview(dy, in), gamma.data(), mean.data(), inv.data(),
-                                     view(dx, in));
-    batch_norm_backward_data<double>(shared, cview(x, in), cview(dy, in), gamma.data(), mean.data(), inv.data(),
-                                     view(sdx, in), {}, dgamma.data(), dbeta.data());
-    CHECK(same_bits(sdx, dx));
-    // The sums are what it reads: other sums, another dx.
-    std::vector<double> other = dbeta;
-    other[1] += 1.0;
-    batch_norm_backward_data<double>(shared, cview(x, in), cview(dy, in), gamma.data(), mean.data(), inv.data(),
-                                     view(sdx, in), {}, dgamma.data(), other.data());
-    CHECK_FALSE(same_bits(sdx, dx));
-    // In float the sums round to float once more: within an ulp or so of dx.
-    const auto xf = random_values<float>(n, 93, -2.0, 2.0);
-    const auto dyf = random_values<float>(n, 94);
-    const std::vector<float> gf{1.25f, 0.5f}, bf{0.25f, -0.5f};
-    std::vector<float> yf(n), mf(2), sf(2), rmf(2, 0.0f), rvf(2, 1.0f), dgf(2), dbf(2), dxf(n), sdxf(n);
-    batch_norm_forward_training<float>(plain, cview(xf, in), gf.data(), bf.data(), view(yf, in), mf.data(), sf.data(),
-                                       rmf.data(), rvf.data());
-    batch_norm_backward_weight<float>(shared, cview(xf, in), cview(dyf, in), mf.data(), sf.data(), dgf.data(),
-                                      dbf.data());
-    batch_norm_backward_data<float>(plain, cview(xf, in), cview(dyf, in), gf.data(), mf.data(), sf.data(),
-                                    view(dxf, in));
-    batch_norm_backward_data<float>(shared, cview(xf, in), cview(dyf, in), gf.data(), mf.data(), sf.data(),
-                                    view(sdxf, in), {}, dgf.data(), dbf.data());
-    for (std::size_t i = 0; i < n; ++i) CHECK(sdxf[i] == doctest::Approx(dxf[i]).epsilon(1e-5).scale(1e-6));
-    CHECK_THROWS_WITH_AS(batch_norm_backward_data<float>(shared, cview(xf, in), cview(dyf, in), gf.data(), mf.data(),
-                                                         sf.data(), view(sdxf, in), {}, dgf.data(), nullptr),
-                         doctest::Contains("batch norm backward_data: the layer shares backward_weight's sums and "
-                                           "needs dgamma and dbeta"),
-                         ShapeError);
-    // Work and kernels: one elementwise pass left, no reduction.
-    CHECK(shared.work(Pass::backward_data).flops < plain.work(Pass::backward_data).flops);
-    CHECK(shared.work(Pass::backward_data).dram_bytes < plain.work(Pass::backward_data).dram_bytes);
-    CHECK(shared.kernels(Pass::backward_data, {}).size() == 1);
-    CHECK(plain.kernels(Pass::backward_data, {}).size() == 2);
+    for (bool relu : {false, true}) {
+        CAPTURE(relu);
+        BatchNormConfig plain_config, shared_config;
+        plain_config.relu = relu;
+        shared_config.relu = relu;
+        shared_config.share_sums = true;
+        const BatchNorm2d plain(in, plain_config), shared(in, shared_config);
+        const std::size_t n = in.elements();
+        const auto x = random_values<float>(n, 91, -2.0, 2.0);
+        const auto dy = random_values<float>(n, 92);
+        const std::vector<float> gamma{1.25f, 0.5f}, beta{0.25f, -0.5f};
+        std::vector<float> y(n), mean(2), inv(2), rmean(2, 0.0f), rvar(2, 1.0f), dgamma(2), dbeta(2), dx(n);
+        batch_norm_forward_training<float>(plain, cview(x, in), gamma.data(), beta.data(), view(y, in), mean.data(),
+                                           inv.data(), rmean.data(), rvar.data());
+        const TensorView<const float> mask = relu ? cview(y, in) : TensorView<const float>{};
+        batch_norm_backward_data<float>(plain, cview(x, in), cview(dy, in), gamma.data(), mean.data(), inv.data(),
+                                        view(dx, in), mask);
+        batch_norm_backward_weight<float>(plain, cview(x, in), cview(dy, in), mean.data(), inv.data(), dgamma.data(),
+                                          dbeta.data(), mask);
+        std::vector<float> sdx(n), sdgamma(2, 7.0f), sdbeta(2, 7.0f);
+        batch_norm_backward_data<float>(shared, cview(x, in), cview(dy, in), gamma.data(), mean.data(), inv.data(),
+                                        view(sdx, in), mask, sdgamma.data(), sdbeta.data());
+        CHECK(same_bits(sdx, dx));
+        CHECK(same_bits(sdgamma, dgamma));
+        CHECK(same_bits(sdbeta, dbeta));
+        // Without shared sums dgamma and dbeta are not written.
+        std::vector<float> untouched(2, 7.0f), untouched2(2, 7.0f);
+        batch_norm_backward_data<float>(plain, cview(x, in), cview(dy, in), gamma.data(), mean.data(), inv.data(),
+                                        view(sdx, in), mask, untouched.data(), untouched2.data());
+        CHECK(untouched == std::vector<float>(2, 7.0f));
+        CHECK_THROWS_WITH_AS(batch_norm_backward_data<float>(shared, cview(x, in), cview(dy, in), gamma.data(),
+                                                             mean.data(), inv.data(), view(sdx, in), mask,
+                                                             sdgamma.data(), nullptr),
+                             doctest::Contains("batch norm backward_data: the layer shares its sums and writes "
+                                               "dgamma and dbeta too: give both"),
+                             ShapeError);
+        // Work: one pass's more bytes (dgamma, dbeta) instead of a second op.
+        CHECK(shared.kernels(Pass::backward_data, {}).size() == 2);
+        CHECK(shared.work(Pass::backward_data).dram_bytes >
+              plain.work(Pass::backward_data).dram_bytes);
+        CHECK(shared.work(Pass::backward_data).dram_bytes <
+              plain.work(Pass::backward_data).dram_bytes + plain.work(Pass::backward_weight).dram_bytes);
+    }
 }
 
 TEST_CASE("batch norm gradients and statistics (training mode)") {

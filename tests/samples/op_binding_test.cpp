@@ -118,8 +118,8 @@ Touches touches_of(const bound::Args& args) {
                        t.ptr(a.saved_inv_std, false, "saved_inv_std");
                        t.out(a.dx, "dx");
                        t.in(a.y, "y");
-                       t.ptr(a.dgamma, false, "dgamma");
-                       t.ptr(a.dbeta, false, "dbeta");
+                       t.ptr(a.dgamma, true, "dgamma");
+                       t.ptr(a.dbeta, true, "dbeta");
                    },
                    [&](const bound::BnBackwardWeight& a) {
                        t.in(a.x, "x");
