@@ -16,7 +16,7 @@
 //                   [--share-bn-sums 0|1] [--update-bucket-mib N]
 // With --fuse-relu 1 the nets fold each ReLU after a batch norm or an add
 // into it and every key names the net <net>_fused; with --share-bn-sums 1
-// batch norms' data gradients reuse their weight gradients' sums
+// each batch norm has one backward op for dx and its weight gradient
 // (<net>_shared, both: <net>_fused_shared); with --update-bucket-mib N > 0
 // SGD updates run in multi-tensor buckets of N MiB (<net>..._bucketN).
 //
@@ -103,7 +103,11 @@ Options parse(int argc, char** argv) {
         else if (arg == "--width-scale") o.width_scale = std::stod(value);
         else if (arg == "--fuse-relu") o.fuse_relu = zero_or_one(arg, value);
         else if (arg == "--share-bn-sums") o.share_batch_norm_sums = zero_or_one(arg, value);
-        else if (arg == "--update-bucket-mib") o.update_bucket_mib = std::stoull(value);
+        else if (arg == "--update-bucket-mib") {
+            o.update_bucket_mib = std::stoull(value);
+            if (o.update_bucket_mib > (std::uint64_t{1} << 30))
+                throw std::runtime_error("bench-gpu-train: --update-bucket-mib takes 0 to 1073741824, got " + value);
+        }
         else if (arg == "--iters") o.iterations = std::max(1u, number());
         else if (arg == "--check-iters") o.check_iterations = std::max(1u, number());
         else if (arg == "--tune-top") o.tune_top = std::max(1u, number());

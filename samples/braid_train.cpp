@@ -324,8 +324,10 @@ TrainingGraph make_training_graph(const Options& o, std::string& label) {
         PrototxtNet net = read_prototxt_if_built(o.prototxt, o.prototxt_options);
         for (const std::string& n : net.notes) fmt::print(stderr, "note: {}\n", n);
         const Shape4 in = net.network.input_shape();
-        label = fmt::format("{} ({}): batch {}, {}x{} images, {} classes", net.network.name(), o.prototxt, in.n, in.h,
-                            in.w, net.network.classes());
+        NetConfig variants;
+        variants.update_bucket_bytes = o.update_bucket_mib << 20;
+        label = fmt::format("{} ({}): batch {}, {}x{} images, {} classes{}", net.network.name(), o.prototxt, in.n,
+                            in.h, in.w, net.network.classes(), net_variants(variants));
         return build_training_graph(std::move(net.network), config.optimizer, config.seed, config.data_batches,
                                     o.update_bucket_mib << 20);
     }

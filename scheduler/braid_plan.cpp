@@ -112,8 +112,10 @@ Problem load_problem(const Options& o) {
     if (!o.prototxt.empty()) {
         braid::samples::PrototxtNet net = braid::samples::read_prototxt_if_built(o.prototxt, o.prototxt_options);
         const braid::samples::Shape4 in = net.network.input_shape();
-        p.what = fmt::format("{} from {}, batch {}, {}x{}, {} classes", net.network.name(), o.prototxt, in.n, in.h,
-                             in.w, net.network.classes());
+        braid::samples::NetConfig variants;
+        variants.update_bucket_bytes = o.update_bucket_mib << 20;
+        p.what = fmt::format("{} from {}, batch {}, {}x{}, {} classes{}", net.network.name(), o.prototxt, in.n, in.h,
+                             in.w, net.network.classes(), braid::samples::net_variants(variants));
         p.notes = std::move(net.notes);
         p.training = braid::samples::build_training_graph(std::move(net.network), braid::samples::SgdConfig{}, 1, 0,
                                                           o.update_bucket_mib << 20);

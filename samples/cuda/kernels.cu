@@ -542,10 +542,15 @@ cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImag
     if (x.images == 0 || x.c == 0) return cudaSuccess;
     if ((sums.dgamma == nullptr) != (sums.dbeta == nullptr) || scratch == nullptr) return cudaErrorInvalidValue;
     const dim3 grid(channel_slices(x.images, x.h, x.w), x.c);
-    with_width(channel_vector_width(std::uint64_t{x.h} * x.w, {x, dy, dx, y}), [&](auto w) {
-        constexpr int V = decltype(w)::value;
-        batch_norm_backward_partials<V><<<grid, threads, 0, stream>>>(x, dy, y, saved_mean, saved_inv_std, scratch);
-        batch_norm_backward_dx<V>
+    const std::uint64_t plane = std::uint64_t{x.h} * x.w;
+    // The sums walk with the width backward_weight's walk has (it reads the
+    // same views), so shared sums get its bits whatever dx's alignment.
+    with_width(channel_vector_width(plane, {x, dy, y}), [&](auto w) {
+        batch_norm_backward_partials<decltype(w)::value>
+            <<<grid, threads, 0, stream>>>(x, dy, y, saved_mean, saved_inv_std, scratch);
+    });
+    with_width(channel_vector_width(plane, {x, dy, dx, y}), [&](auto w) {
+        batch_norm_backward_dx<decltype(w)::value>
             <<<grid, threads, 0, stream>>>(x, dy, y, gamma, saved_mean, saved_inv_std, scratch, sums, dx);
     });
     return launched();
