@@ -61,7 +61,6 @@ private:
         const auto dx = [&] { return view(b.input_gradients.at(0).value()); };
         const auto dy = [&] { return cview(b.output_gradient.value()); };
 
-
         if (const auto* c = std::get_if<Conv2d>(&spec)) {
             if (role == OpRole::forward)
                 return bound::ConvForward{*c, cview(b.inputs[0]), ptr(b.params[0]), optional(1, b.params), view(b.output)};
