@@ -73,6 +73,39 @@ braid::Plan split_everything(const braid::OpGraph& graph, std::uint32_t parts) {
     return braid::strategy::assemble(graph, "split", {}, "", {0}, order);
 }
 
+// Two steps of `tg` (a graph option on) with braid's graph-mode plan and
+// serially, deterministic algorithms and the plan's split granule, bit for
+// bit; then the serial run against the same steps of `plain` (the graph
+// without the option: the same buffers, other ops), parameter by parameter.
+void check_against_plain(const TrainingGraph& tg, const TrainingGraph& plain) {
+    const braid::DeviceSpec& device = braid::find_device("h200");
+    CudaRunOptions o;
+    o.deterministic = true;
+    o.graph_mode = true;
+    braid::PlanOptions po;
+    po.strategy = "braid";
+    po.max_streams = 3;
+    po.mode = braid::LaunchMode::graph;
+    const braid::Plan plan = braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), po);
+    o.split_granule = split_granule(plan, tg.graph);  // the same library calls in every run below
+    double planned_loss = 0.0, serial_loss = 0.0, plain_loss = 0.0;
+    const WeightSnapshot serial = train(tg, braid::strategy::serial(tg.graph), o, 2, &serial_loss);
+    const WeightComparison cmp = compare_weights(train(tg, plan, o, 2, &planned_loss), serial);
+    CAPTURE(cmp.describe());
+    CHECK(cmp.identical);
+    CHECK(planned_loss == serial_loss);
+    const WeightSnapshot reference = train(plain, braid::strategy::serial(plain.graph), o, 2, &plain_loss);
+    CHECK(serial_loss == plain_loss);
+    REQUIRE(serial.buffers.size() == reference.buffers.size());
+    std::size_t compared = 0;
+    for (LayerId l = 0; l < tg.layers.size(); ++l)
+        for (braid::BufferId p : tg.layers[l].params) {
+            ++compared;
+            CHECK(serial.buffers[p] == reference.buffers[p]);
+        }
+    CHECK(compared > 150);
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -142,71 +175,18 @@ TEST_CASE("braid, nimble and glp4nn plans give the serial bits on the GPU, eager
 }
 
 TEST_CASE("shared batch-norm sums give the bits of two backward passes on the GPU, serial and braid's plan") {
-    const braid::DeviceSpec& device = braid::find_device("h200");
     TrainConfig c = small("resnet50");
     c.model.fuse_relu = true;
     const TrainingGraph plain = build_training_graph(c);
     c.model.share_batch_norm_sums = true;
-    const TrainingGraph tg = build_training_graph(c);
-    CudaRunOptions o;
-    o.deterministic = true;
-    o.graph_mode = true;
-    braid::PlanOptions po;
-    po.strategy = "braid";
-    po.max_streams = 3;
-    po.mode = braid::LaunchMode::graph;
-    const braid::Plan plan = braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), po);
-    o.split_granule = split_granule(plan, tg.graph);  // the same library calls in every run below
-    double shared_loss = 0.0, serial_loss = 0.0, plain_loss = 0.0;
-    const WeightSnapshot serial = train(tg, braid::strategy::serial(tg.graph), o, 2, &serial_loss);
-    const WeightComparison cmp = compare_weights(train(tg, plan, o, 2, &shared_loss), serial);
-    CAPTURE(cmp.describe());
-    CHECK(cmp.identical);
-    CHECK(shared_loss == serial_loss);
-    const WeightSnapshot reference = train(plain, braid::strategy::serial(plain.graph), o, 2, &plain_loss);
-    CHECK(serial_loss == plain_loss);
-    REQUIRE(serial.buffers.size() == reference.buffers.size());  // the same buffers; fewer ops
-    std::size_t compared = 0;
-    for (LayerId l = 0; l < tg.layers.size(); ++l)
-        for (braid::BufferId p : tg.layers[l].params) {
-            ++compared;
-            CHECK(serial.buffers[p] == reference.buffers[p]);
-        }
-    CHECK(compared > 150);
+    check_against_plain(build_training_graph(c), plain);
 }
 
 TEST_CASE("update buckets give the per-layer updates' bits on the GPU, serial and braid's plan in graph mode") {
-    const braid::DeviceSpec& device = braid::find_device("h200");
     TrainConfig c = small("resnet50");
-    CudaRunOptions o;
-    o.deterministic = true;
-    o.graph_mode = true;
-    double per_layer_loss = 0.0, bucket_loss = 0.0, serial_loss = 0.0;
     const TrainingGraph per_layer = build_training_graph(c);
     c.model.update_bucket_bytes = std::uint64_t{1} << 40;  // one update op: 161 tensors in three launches
-    const TrainingGraph tg = build_training_graph(c);
-    braid::PlanOptions po;
-    po.strategy = "braid";
-    po.max_streams = 3;
-    po.mode = braid::LaunchMode::graph;
-    const braid::Plan plan = braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), po);
-    o.split_granule = split_granule(plan, tg.graph);  // the same library calls in every run below
-    const WeightSnapshot reference = train(per_layer, braid::strategy::serial(per_layer.graph), o, 2, &per_layer_loss);
-    const WeightSnapshot serial = train(tg, braid::strategy::serial(tg.graph), o, 2, &serial_loss);
-    const WeightComparison cmp = compare_weights(train(tg, plan, o, 2, &bucket_loss), serial);
-    CAPTURE(cmp.describe());
-    CHECK(cmp.identical);
-    CHECK(bucket_loss == serial_loss);
-    // Against the per-layer graph, buffer by buffer (the buffers are the same; the ops differ).
-    REQUIRE(serial.buffers.size() == reference.buffers.size());
-    std::size_t compared = 0;
-    for (LayerId l = 0; l < tg.layers.size(); ++l)
-        for (braid::BufferId p : tg.layers[l].params) {
-            ++compared;
-            CHECK(serial.buffers[p] == reference.buffers[p]);
-        }
-    CHECK(compared > 150);
-    CHECK(serial_loss == per_layer_loss);
+    check_against_plain(build_training_graph(c), per_layer);
 }
 
 TEST_CASE("ReLUs fused into batch norms and adds give the bits of the separate layers on the GPU") {

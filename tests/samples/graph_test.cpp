@@ -71,6 +71,26 @@ ExecutorRun run_against_serial(const TrainingGraph& tg, const braid::Plan& plan)
     return {compare_weights(reference, model), model.loss(), reference.loss()};
 }
 
+// ResNet-18 at 32x32, 1/8 width, 5 classes: every block type in a second.
+TrainConfig small_resnet18(std::uint32_t batch) {
+    TrainConfig c;
+    c.model.net = "resnet18";
+    c.model.image = 32;
+    c.model.width_scale = 0.125;
+    c.model.batch = batch;
+    c.model.classes = 5;
+    return c;
+}
+
+// `strategy`'s plan of tg for the H200 on estimated costs, at most 4 streams.
+braid::Plan h200_plan(const TrainingGraph& tg, const std::string& strategy) {
+    const braid::DeviceSpec& device = braid::find_device("h200");
+    braid::PlanOptions options;
+    options.strategy = strategy;
+    options.max_streams = 4;
+    return braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), options);
+}
+
 }  // namespace
 
 TEST_SUITE("cpu") {
@@ -476,12 +496,7 @@ TEST_CASE("the executor runs braid's plan of a small inception_v3 to the serial 
 }
 
 TEST_CASE("update buckets: multi-tensor update ops over consecutive layers give the per-layer updates' bits") {
-    TrainConfig c;
-    c.model.net = "resnet18";
-    c.model.image = 32;
-    c.model.width_scale = 0.125;
-    c.model.batch = 2;
-    c.model.classes = 5;
+    TrainConfig c = small_resnet18(2);
     const TrainingGraph per_layer = build_training_graph(c);
     std::size_t layers_with_updates = 0;
     for (const OpInfo& info : per_layer.ops)
@@ -491,7 +506,6 @@ TEST_CASE("update buckets: multi-tensor update ops over consecutive layers give 
         }
     HostModel reference(per_layer);
     for (int it = 0; it < 2; ++it) reference.run_serial_iteration();
-    const braid::DeviceSpec& device = braid::find_device("h200");
     for (const std::uint64_t bucket : {std::uint64_t{20000}, std::uint64_t{1} << 40}) {
         CAPTURE(bucket);
         c.model.update_bucket_bytes = bucket;
@@ -520,11 +534,7 @@ TEST_CASE("update buckets: multi-tensor update ops over consecutive layers give 
         }
         CHECK(tg.graph.fingerprint() != per_layer.graph.fingerprint());
         // Serial and braid's plan: the per-layer run's bits, parameter for parameter.
-        braid::PlanOptions options;
-        options.strategy = "braid";
-        options.max_streams = 4;
-        const ExecutorRun run =
-            run_against_serial(tg, braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), options));
+        const ExecutorRun run = run_against_serial(tg, h200_plan(tg, "braid"));
         CHECK_MESSAGE(run.weights.identical, run.weights.describe());
         HostModel bucketed(tg);
         for (int it = 0; it < 2; ++it) bucketed.run_serial_iteration();
@@ -548,12 +558,7 @@ TEST_CASE("update buckets: multi-tensor update ops over consecutive layers give 
 }
 
 TEST_CASE("a residual add with its ReLU fused: one masked gradient that both inputs read") {
-    TrainConfig c;
-    c.model.net = "resnet18";
-    c.model.image = 32;
-    c.model.width_scale = 0.125;
-    c.model.batch = 2;
-    c.model.classes = 5;
+    TrainConfig c = small_resnet18(2);
     const TrainingGraph plain = build_training_graph(c);
     c.model.fuse_relu = true;
     const TrainingGraph tg = build_training_graph(c);
@@ -577,23 +582,13 @@ TEST_CASE("a residual add with its ReLU fused: one masked gradient that both inp
     // Both inputs' producers take their gradient from it: bn2's backward and the block input's sum.
     CHECK((tg.graph.edge_hazards(bwd, tg.op("layer1.0.bn2", OpRole::backward_data)) & braid::hazard_raw) != 0);
     CHECK(plain.graph.op_count() > tg.graph.op_count());  // the ReLUs' two ops per pair go, one op per add comes
-    const braid::DeviceSpec& device = braid::find_device("h200");
-    braid::PlanOptions options;
-    options.strategy = "braid";
-    options.max_streams = 4;
-    const ExecutorRun run =
-        run_against_serial(tg, braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), options));
+    const ExecutorRun run = run_against_serial(tg, h200_plan(tg, "braid"));
     CHECK_MESSAGE(run.weights.identical, run.weights.describe());
     CHECK(run.loss == run.serial_loss);
 }
 
 TEST_CASE("shared batch-norm sums: one backward op per batch norm writes its weight gradient, and plans keep the serial bits") {
-    TrainConfig c;
-    c.model.net = "resnet18";
-    c.model.image = 32;
-    c.model.width_scale = 0.125;
-    c.model.batch = 4;
-    c.model.classes = 5;
+    TrainConfig c = small_resnet18(4);
     const TrainingGraph plain = build_training_graph(c);
     c.model.share_batch_norm_sums = true;
     for (bool fused : {false, true}) {
@@ -617,14 +612,9 @@ TEST_CASE("shared batch-norm sums: one backward op per batch norm writes its wei
         unshared.model.share_batch_norm_sums = false;
         CHECK(tg.graph.op_count() + bns == build_training_graph(unshared).graph.op_count());  // one op fewer each
         CHECK(tg.graph.fingerprint() != plain.graph.fingerprint());
-        const braid::DeviceSpec& device = braid::find_device("h200");
         for (const std::string strategy : {"nimble", "braid"}) {
             CAPTURE(strategy);
-            braid::PlanOptions options;
-            options.strategy = strategy;
-            options.max_streams = 4;
-            const braid::Plan plan =
-                braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), options);
+            const braid::Plan plan = h200_plan(tg, strategy);
             CHECK(plan.stream_count() > 1);
             const ExecutorRun run = run_against_serial(tg, plan);
             CHECK_MESSAGE(run.weights.identical, run.weights.describe());
