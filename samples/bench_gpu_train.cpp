@@ -20,7 +20,9 @@
 // (<net>_shared, both: <net>_fused_shared); with --update-bucket-mib N > 0
 // SGD updates run in multi-tensor buckets of N MiB (<net>..._bucketN).
 //
-// Exit status: 0; 1 when a check differs or a run fails; 77 without a GPU.
+// Exit status: 0; 1 when a check differs or a run fails; 77 without a GPU;
+// non-zero with the option named for a bad command line, checked first.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -68,53 +70,42 @@ std::string key_name(const Options& o, const std::string& net) {
            (o.update_bucket_mib > 0 ? "_bucket" + std::to_string(o.update_bucket_mib) : "");
 }
 
-bool zero_or_one(const std::string& arg, const std::string& value) {
-    if (value != "0" && value != "1") throw std::runtime_error("bench-gpu-train: " + arg + " takes 0 or 1, got " + value);
-    return value == "1";
-}
-
-std::vector<std::string> split_list(const std::string& s) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= s.size()) {
-        const std::size_t comma = s.find(',', start);
-        const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (!item.empty()) out.push_back(item);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-    }
-    return out;
-}
-
-Options parse(int argc, char** argv) {
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (i + 1 >= argc) throw std::runtime_error("bench-gpu-train: " + arg + " needs a value");
-        const std::string value = argv[++i];
-        const auto number = [&] { return static_cast<std::uint32_t>(std::stoul(value)); };
-        if (arg == "--nets") o.nets = split_list(value);
-        else if (arg == "--batches" || arg == "--batch") {
-            o.batches.clear();
-            for (const std::string& b : split_list(value)) o.batches.push_back(static_cast<std::uint32_t>(std::stoul(b)));
-        }
-        else if (arg == "--image") o.image = number();
-        else if (arg == "--classes") o.classes = number();
-        else if (arg == "--width-scale") o.width_scale = std::stod(value);
-        else if (arg == "--fuse-relu") o.fuse_relu = zero_or_one(arg, value);
-        else if (arg == "--share-bn-sums") o.share_batch_norm_sums = zero_or_one(arg, value);
-        else if (arg == "--update-bucket-mib") {
-            o.update_bucket_mib = std::stoull(value);
-            if (o.update_bucket_mib > (std::uint64_t{1} << 30))
-                throw std::runtime_error("bench-gpu-train: --update-bucket-mib takes 0 to 1073741824, got " + value);
-        }
-        else if (arg == "--iters") o.iterations = std::max(1u, number());
-        else if (arg == "--check-iters") o.check_iterations = std::max(1u, number());
-        else if (arg == "--tune-top") o.tune_top = std::max(1u, number());
-        else if (arg == "--tune-budget") o.tune_budget_s = std::stod(value);
-        else throw std::runtime_error("bench-gpu-train: unknown argument " + arg);
-    }
-    return o;
+// The command line, checked in full before anything asks for a GPU, so a
+// mistyped option says so on any machine.
+void add_options(CLI::App& app, Options& o) {
+    app.add_option("--nets", o.nets, "bundled networks to train, comma-separated")
+        ->delimiter(',')
+        ->check(CLI::IsMember(network_names()))
+        ->capture_default_str();
+    app.add_option("--batches,--batch", o.batches, "batch sizes, comma-separated")
+        ->delimiter(',')
+        ->check(CLI::Range(1u, 65536u))
+        ->capture_default_str();
+    app.add_option("--image", o.image, "square image size (default: each net's own)")->check(CLI::Range(1u, 4096u));
+    app.add_option("--classes", o.classes, "classes of the classifier")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
+    app.add_option("--width-scale", o.width_scale, "channel-count multiplier")
+        ->check(CLI::Range(1e-3, 16.0))
+        ->capture_default_str();
+    app.add_option("--iters", o.iterations, "timed iterations per configuration")
+        ->check(CLI::Range(1u, 100000u))
+        ->capture_default_str();
+    app.add_option("--check-iters", o.check_iterations, "iterations of each bitwise check")
+        ->check(CLI::Range(1u, 100000u))
+        ->capture_default_str();
+    app.add_option("--tune-top", o.tune_top, "braid's best plans by the model that tuning measures")
+        ->check(CLI::Range(1u, 1000u))
+        ->capture_default_str();
+    app.add_option("--tune-budget", o.tune_budget_s, "seconds of tuning per net and batch")
+        ->check(CLI::Range(0.0, 86400.0))
+        ->capture_default_str();
+    app.add_option("--fuse-relu", o.fuse_relu, "1: fold ReLUs into batch norms and adds (keys <net>_fused)")
+        ->check(CLI::IsMember({0, 1}));
+    app.add_option("--share-bn-sums", o.share_batch_norm_sums,
+                   "1: one backward op per batch norm (keys <net>_shared)")
+        ->check(CLI::IsMember({0, 1}));
+    app.add_option("--update-bucket-mib", o.update_bucket_mib,
+                   "multi-tensor SGD buckets of this many MiB (keys <net>_bucketN; 0: per layer)")
+        ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
 }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -271,13 +262,22 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    Options o;
+    CLI::App app{"bench-gpu-train: GPU training steps of bundled nets, serial, nimble, braid and tuned, timed and "
+                 "checked bit for bit (tools/gpu-check runs it)",
+                 "bench-gpu-train"};
+    add_options(app, o);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
     try {
         const std::string reason = cuda_unavailable_reason();
         if (!reason.empty()) {
             std::printf("%s: skipping the GPU training benchmark\n", reason.c_str());
             return 77;
         }
-        const Options o = parse(argc, argv);
         fmt::print("bench-gpu-train: {}\n", cuda_device_description());
         const auto t0 = Clock::now();
         bool ok = true;

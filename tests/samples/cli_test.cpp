@@ -371,6 +371,38 @@ TEST_CASE("profile -> braid-plan --profile -> braid-train --strategy plan.json, 
 }
 #endif
 
+#ifdef BENCH_GPU_TRAIN_PATH
+// tools/gpu-check runs bench-gpu-train on a lent GPU, where a mistyped row
+// would cost device minutes: it refuses bad options on any machine, before
+// it asks for a device, naming the option.
+TEST_CASE("bench-gpu-train refuses bad options before it looks for a GPU") {
+    const auto bench = [](const std::string& args) {
+        return braid::testing::run_command(std::string(BENCH_GPU_TRAIN_PATH) + " " + args);
+    };
+    const Run help = bench("--help");
+    CHECK(help.status == 0);
+    CHECK(help.output.find("--update-bucket-mib") != std::string::npos);
+    for (const auto& [args, expected] : std::map<std::string, std::string>{
+             {"--nets resnet50,vgg16", "--nets: vgg16 not in"},
+             {"--batches 8,0", "--batches"},
+             {"--batch x", "--batches"},
+             {"--iters 0", "--iters"},
+             {"--fuse-relu 2", "--fuse-relu"},
+             {"--share-bn-sums yes", "--share-bn-sums"},
+             {"--update-bucket-mib 1073741825", "--update-bucket-mib"},
+             {"--width-scale -1", "--width-scale"},
+             {"--frobnicate 1", "--frobnicate"},
+             {"--nets", "--nets"}}) {
+        CAPTURE(args);
+        const Run r = bench(args);
+        CAPTURE(r.output);
+        CHECK(r.status != 0);
+        CHECK(r.status != 77);
+        CHECK(r.output.find(expected) != std::string::npos);
+    }
+}
+#endif
+
 }  // TEST_SUITE
 
 #endif
