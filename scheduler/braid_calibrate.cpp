@@ -63,8 +63,9 @@ std::string as_cpp(const braid::Calibration& c) {
     for (braid::KernelClass k : braid::all_kernel_classes) {
         const braid::KernelClassFit& f = c.estimate[k];
         if (f == braid::KernelClassFit{}) continue;  // what to_json leaves out too
-        s += fmt::format("    c.estimate[KernelClass::{}] = {{{}, {}, {}, {}, {}}};\n", braid::to_string(k), num(f.scale),
-                         num(f.floor_ns), num(f.size_exponent), num(f.fill_mid_ns), num(f.fill_width));
+        s += fmt::format("    c.estimate[KernelClass::{}] = {{{}, {}, {}, {}, {}{}}};\n", braid::to_string(k), num(f.scale),
+                         num(f.floor_ns), num(f.size_exponent), num(f.fill_mid_ns), num(f.fill_width),
+                         f.host_ns >= 0.0 ? ", " + num(f.host_ns) : std::string());
     }
     s += "    return c;\n";
     return s;
@@ -135,12 +136,13 @@ int run(const Options& o) {
                "             launch {:.0f} ns, op host {:.0f} ns, record {:.0f} ns, wait {:.0f} ns\n",
                c.sim.dispatch_latency_ns, c.sim.eager_dispatch_extra_ns, c.sim.event_latency_ns, c.sim.corun_slowdown,
                c.sim.launch_latency_ns, c.sim.op_host_ns, c.sim.record_latency_ns, c.sim.wait_latency_ns);
-    fmt::print("  estimates (scale, floor ns, size exponent, GPU share at half-fill ns) per kernel class:\n");
+    fmt::print("  estimates (scale, floor ns, size exponent, GPU share at half-fill ns; host ns per op body, where "
+               "profiles timed bodies) per kernel class:\n");
     for (braid::KernelClass k : braid::all_kernel_classes) {
         const braid::KernelClassFit& f = c.estimate[k];
-        if (f.fitted())
-            fmt::print("    {:<22} {:>7.3f} {:>7.0f} {:>6.2f} {:>9.0f}\n", braid::to_string(k), f.scale, f.floor_ns,
-                       f.size_exponent, f.fill_mid_ns);
+        if (f.fitted() || f.host_ns >= 0.0)
+            fmt::print("    {:<22} {:>7.3f} {:>7.0f} {:>6.2f} {:>9.0f}{}\n", braid::to_string(k), f.scale, f.floor_ns,
+                       f.size_exponent, f.fill_mid_ns, f.host_ns >= 0.0 ? fmt::format(" {:>9.0f}", f.host_ns) : "");
     }
     fmt::print("\n  calibration: {}  (braid-plan --calibration {})\n", o.out, o.out);
     return 0;

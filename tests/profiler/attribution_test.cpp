@@ -249,6 +249,64 @@ TEST_CASE("durations-only aggregation adds the parts of an op per iteration") {
     CHECK(*agg.iteration == DurationStats{1100.0, 1000.0, 1200.0, 3});
 }
 
+TEST_CASE("host time per op: the parts of a body add up per iteration; an untimed part leaves no sample") {
+    const OpGraph g = braid::testing::branch_graph();
+    TraceBuilder t;
+    const double load_host[] = {3000.0, 1000.0, 2000.0};
+    for (std::uint32_t it = 0; it < 3; ++it) {
+        const std::uint64_t base = 100000 * it;
+        t.begin(it, g.op_id("load"));
+        t.kernel("load", base, base + 10);
+        t.end(load_host[it]);
+        // 'left' in two batch parts, both timed: 400 + 50 + it.
+        t.begin(it, g.op_id("left"), 0);
+        t.kernel("gemm", base + 10, base + 20);
+        t.end(400.0);
+        t.begin(it, g.op_id("left"), 1);
+        t.kernel("gemm", base + 20, base + 30);
+        t.end(50.0 + it);
+        // 'right': its second part untimed in iteration 1 (a partial sum would pass for a whole one).
+        t.begin(it, g.op_id("right"), 0);
+        t.kernel("right", base + 10, base + 20);
+        t.end(700.0 + it);
+        t.begin(it, g.op_id("right"), 1);
+        t.kernel("right", base + 20, base + 30);
+        t.end(it == 1 ? -1.0 : 5.0);
+        // 'join' never timed: a profile from before host times.
+        t.begin(it, g.op_id("join"));
+        t.kernel("join", base + 40, base + 50);
+        t.end();
+    }
+    const Attribution a = attribute(t.trace, g.op_count());
+    CHECK(a.host_ns[g.op_id("right")][1] < 0.0);
+    const Aggregate agg = aggregate(t.trace, a, g);
+    REQUIRE(op_named(agg, "load").host);
+    CHECK(*op_named(agg, "load").host == DurationStats{2000.0, 1000.0, 3000.0, 3});
+    REQUIRE(op_named(agg, "left").host);
+    CHECK(*op_named(agg, "left").host == DurationStats{451.0, 450.0, 452.0, 3});
+    REQUIRE(op_named(agg, "right").host);
+    CHECK(*op_named(agg, "right").host == DurationStats{706.0, 705.0, 707.0, 2});
+    CHECK_FALSE(op_named(agg, "join").host);
+
+    // The CUDA-event fallback: the same rules.
+    std::vector<OpTiming> timings;
+    for (std::uint32_t it = 0; it < 3; ++it) {
+        timings.push_back({it, g.op_id("load"), 10.0, 100.0 * (it + 1)});
+        timings.push_back({it, g.op_id("left"), 10.0, 40.0});
+        timings.push_back({it, g.op_id("left"), 10.0, it == 2 ? -1.0 : 2.0});
+        timings.push_back({it, g.op_id("right"), 10.0});
+        timings.push_back({it, g.op_id("join"), 10.0, 0.0});
+    }
+    const Aggregate durations = aggregate_durations(timings, {}, g);
+    REQUIRE(op_named(durations, "load").host);
+    CHECK(*op_named(durations, "load").host == DurationStats{200.0, 100.0, 300.0, 3});
+    REQUIRE(op_named(durations, "left").host);
+    CHECK(*op_named(durations, "left").host == DurationStats{42.0, 42.0, 42.0, 2});
+    CHECK_FALSE(op_named(durations, "right").host);
+    REQUIRE(op_named(durations, "join").host);
+    CHECK(*op_named(durations, "join").host == DurationStats{0.0, 0.0, 0.0, 3});
+}
+
 TEST_CASE("kernel names are demangled") {
     CHECK(demangle("_Z10gemm_tiledPKfS0_Pfiii") == "gemm_tiled(float const*, float const*, float*, int, int, int)");
     CHECK(demangle("extern_c_kernel") == "extern_c_kernel");

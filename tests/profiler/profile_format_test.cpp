@@ -40,6 +40,7 @@ Profile sample_profile() {
         po.layer = op.layer;
         po.kind = op.kind;
         po.duration = {1000.0 + op.id, 900.0, 1200.0 + op.id, 5};
+        if (op.id != 1) po.host = DurationStats{7000.0 + op.id, 6000.0, 9000.0, 5};  // op 1: not timed
         ProfiledKernel k;
         k.shape = KernelShape{"void gemm<128>(float const*, float*)", {64, 2, 1}, {256, 1, 1}, 96, 8192, 32768};
         k.duration = {800.0, 750.0, 950.0, 5};
@@ -72,6 +73,9 @@ TEST_CASE("a profile survives a JSON round trip unchanged") {
     const Profile back = profile_from_json(json::parse(j.dump()));
     CHECK(back == p);
     CHECK(to_json(back) == j);
+    // Host times are written where measured, and only there.
+    CHECK(j["ops"][0]["host_ns"]["median"] == 7000.0);
+    CHECK_FALSE(j["ops"][1].contains("host_ns"));
 
     SUBCASE("through a file") {
         const std::string path = "profiler-format-test.profile.json";
@@ -120,6 +124,10 @@ TEST_CASE("malformed profiles are rejected with the path of the bad field") {
               .find("$.ops[1].duration_ns: expected min <= median <= max") == 0);
     CHECK(broken([](json& j) { j["ops"][1]["duration_ns"]["max"] = -1.0; })
               .find("$.ops[1].duration_ns.max: must be a finite number >= 0") == 0);
+    CHECK(broken([](json& j) { j["ops"][2]["host_ns"]["median"] = -3.0; })
+              .find("$.ops[2].host_ns.median: must be a finite number >= 0") == 0);
+    CHECK(broken([](json& j) { j["ops"][0]["host_ns"] = 12; }).find("$.ops[0].host_ns") == 0);
+    CHECK(broken([](json& j) { j["ops"][0]["host_time"] = 12; }).find("$.ops[0]") == 0);
     CHECK(broken([](json& j) { j["ops"][3]["kernels"][0]["grid"] = json::array({1, 2}); }) ==
           "$.ops[3].kernels[0].grid: expected [x, y, z], got 2 values");
     CHECK(broken([](json& j) { j["ops"][3]["kernels"][0]["block"][1] = 0; }) ==
@@ -260,6 +268,24 @@ TEST_CASE("the per-layer and per-kernel tables of an H200 profile: every layer o
     std::snprintf(total, sizeof total, "%11.1f\n", total_ns / 1000.0);
     CHECK(layers.find(total) != std::string::npos);
     CHECK(layers.find("durations-only") == std::string::npos);
+    CHECK(layers.find("host (us)") == std::string::npos);  // a profile from before timed bodies
+
+    // Timed bodies add a host column: per layer the sum, "*" where one of its
+    // bodies was not timed, and the total.
+    Profile timed = p;
+    double host_total_ns = 0.0;
+    for (ProfiledOp& op : timed.ops) {
+        if (op.name == "layer1.0.conv1.update") continue;
+        op.host = DurationStats{5000.0, 4000.0, 9000.0, 5};
+        host_total_ns += 5000.0;
+    }
+    const std::string with_host = profiler::format_layer_table(timed, graph, h200);
+    CAPTURE(with_host.substr(0, 2000));
+    CHECK(with_host.find("host (us)\n") != std::string::npos);
+    const std::size_t conv = with_host.find("\nlayer1.0.conv1 ");
+    CHECK(with_host.substr(conv, with_host.find('\n', conv + 1) - conv).find(" 15.0*") != std::string::npos);
+    std::snprintf(total, sizeof total, "%10.1f\n", host_total_ns / 1000.0);
+    CHECK(with_host.find(total, with_host.find("\ntotal ")) != std::string::npos);
 
     const std::string kernels = profiler::format_kernel_table(p, h200);
     std::size_t kernel_rows = 0, expected = 0;

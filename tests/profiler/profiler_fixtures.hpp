@@ -41,7 +41,16 @@ public:
         trace.markers.push_back(profiler::OpMarker{current_, iteration, op, part});
         return current_;
     }
-    void end() { current_ = 0; }
+    // Closes it: the hook's pop, with the body's host time when it was timed.
+    void end(double host_ns = -1.0) {
+        if (host_ns >= 0.0)
+            for (auto m = trace.markers.rbegin(); m != trace.markers.rend(); ++m)
+                if (m->external_id == current_) {
+                    m->host_ns = host_ns;
+                    break;
+                }
+        current_ = 0;
+    }
 
     // A kernel launched now (inside the open op, if any), running [start, end).
     std::uint32_t kernel(const std::string& name, std::uint64_t start, std::uint64_t end, Dim3 grid = {8, 1, 1},

@@ -110,6 +110,10 @@ void check_demo_profile(const demo::DemoNetwork& net, const Profile& p, std::uin
         }
         CHECK(po->duration.count == iterations);
         CHECK(po->duration.min_ns > 0.0);
+        // Every body was timed on the host, once per iteration; it launched something.
+        REQUIRE(po->host);
+        CHECK(po->host->count == iterations);
+        CHECK(po->host->min_ns > 0.0);
     }
     REQUIRE(p.iteration);
     CHECK(p.iteration->count == iterations);
@@ -244,6 +248,8 @@ TEST_CASE("the CUDA-event fallback times every op and makes a durations-only pro
         CHECK(op.kernels.empty());
         CHECK(op.duration.count == 4);
         CHECK(op.duration.min_ns > 0.0);
+        REQUIRE(op.host);
+        CHECK(op.host->count == 4);
     }
     REQUIRE(p.iteration);
     CHECK(p.iteration->count == 4);
@@ -316,6 +322,8 @@ TEST_CASE("braid-profile --net profiles a bundled net's training step: every op,
     for (const ProfiledOp& op : p.ops) {
         CAPTURE(op.name);
         CHECK(op.duration.count == 2);
+        REQUIRE(op.host);
+        CHECK(op.host->count == 2);
     }
     validate(load_plan(o.out_plan, tg.graph), tg.graph);
     std::remove(o.out_profile.c_str());

@@ -205,6 +205,29 @@ TEST_CASE("fit_estimates recovers the per-class fits that made the profiled time
         CHECK(fit[k].scale == doctest::Approx(truth[k].scale).epsilon(1e-3));
     }
     CHECK(!fit[KernelClass::gemm].fitted());  // never seen: not fitted
+    // Per class, the profiled and estimated times added up: exact under the
+    // truth, ops filed by their first kernel.
+    const std::vector<ClassTotals> totals = class_totals(nets, truth);
+    REQUIRE(totals.size() == 2);
+    CHECK(totals[0].kind == KernelClass::conv_forward);
+    CHECK(totals[0].ops == 45);
+    CHECK(totals[1].kind == KernelClass::elementwise);
+    CHECK(totals[1].ops == 15);
+    double all_profiled = 0.0;
+    for (const ClassTotals& t : totals) {
+        CHECK(t.net == "made-up");
+        CHECK(t.estimated_ns == doctest::Approx(t.profiled_ns));
+        all_profiled += t.profiled_ns;
+    }
+    double profiled_sum = 0.0;
+    for (const OpCost& c : profiled) profiled_sum += c.duration_ns();
+    CHECK(all_profiled == doctest::Approx(profiled_sum));
+    // A fit that doubles elementwise work shows there, and only there.
+    EstimateCalibration off = truth;
+    off[KernelClass::elementwise].scale *= 2.0;
+    const std::vector<ClassTotals> skewed = class_totals(nets, off);
+    CHECK(skewed[0].error_pct() > 0.0);  // conv ops carry elementwise kernels too
+    CHECK(skewed[1].error_pct() > skewed[0].error_pct());
     // The profiled kernels' grids say how much of the GPU they hold: a fill
     // curve; a durations-only profile's stand-in shapes say nothing: none.
     CHECK(fit[KernelClass::conv_forward].fill_mid_ns > 0.0);
@@ -309,4 +332,62 @@ TEST_CASE("fit_simulator: a net without fitted rows leaves the host's cost alone
     quick.points = 1;
     CHECK(error_of([&] { (void)fit_simulator(nets, both, Calibration{}, {}, quick); })
               .find("needs at least 2 points per dimension, got 1") != std::string::npos);
+}
+
+TEST_CASE("timed op bodies: profiles predict eager runs with them, and fits learn their scale and a host time per class") {
+    braid::testing::TestGraph t = braid::testing::inception_like(4);
+    const DeviceSpec& dev = find_device("h200");
+    // The profiled run timed every body: "convolutions" (odd ops) cost the
+    // host 40 us under CUPTI, the others 10 us, far more than their kernels.
+    std::vector<ProfiledNet> nets(1);
+    nets[0].name = "timed";
+    nets[0].graph = &t.graph;
+    nets[0].device = dev;
+    nets[0].profiled = t.costs;
+    std::vector<OpEstimate> estimates(t.costs.size());
+    for (std::size_t i = 0; i < t.costs.size(); ++i) {
+        const bool conv = i % 2 == 1;
+        nets[0].profiled[i].host_ns = conv ? 40000.0 : 10000.0;
+        for (KernelCost& k : nets[0].profiled[i].kernels) k.duration_ns = 1000.0;
+        estimates[i].kernels.push_back(gemm_like(conv ? KernelClass::conv_forward : KernelClass::elementwise, 1e8, 200));
+    }
+    nets[0].estimates = estimates;
+    nets[0].profiled_iteration_ns = 1e9;  // the profiled run's length says nothing more: its bodies were timed
+    CHECK(profiled_launch_ns(t.graph, dev, nets[0].profiled, nets[0].profiled_iteration_ns, sim::Params{}) == 0.0);
+
+    // "Measured": a plain run costs the host 0.6 of what CUPTI saw.
+    Calibration truth;
+    truth.cupti_host_scale = 0.6;
+    CalibrationRow row;
+    row.label = "serial eager";
+    row.plan = strategy::serial(t.graph, "h200");
+    row.mode = LaunchMode::eager;
+    row.measured_ms = {1.0};
+    const double predicted = predict_rows(nets, std::span<const CalibrationRow>(&row, 1), truth, CostSource::profile)[0].predicted_ms;
+    double host_ms = 0.0;
+    for (const OpCost& op : nets[0].profiled) host_ms += 0.6 * op.host_ns / 1e6;
+    CHECK(predicted >= host_ms);  // host-bound: every body's time, scaled
+    CHECK(predicted < host_ms * 1.2);
+    row.measured_ms = {predicted};
+
+    SimFitOptions options;
+    options.rounds = 6;
+    const Calibration fit = fit_simulator(nets, std::span<const CalibrationRow>(&row, 1), Calibration{}, {}, options);
+    CHECK(fit.cupti_host_scale == doctest::Approx(0.6).epsilon(0.03));
+    CHECK(fit.estimate[KernelClass::conv_forward].host_ns == doctest::Approx(40000.0 * fit.cupti_host_scale));
+    CHECK(fit.estimate[KernelClass::elementwise].host_ns == doctest::Approx(10000.0 * fit.cupti_host_scale));
+    CHECK(fit.estimate[KernelClass::gemm].host_ns < 0.0);
+    // Estimated ops take their class's host time (GEMMs conv_forward's, by fallback).
+    const OpCosts est = estimate_costs(dev, estimates, fit.estimate);
+    CHECK(est[1].host_ns == fit.estimate[KernelClass::conv_forward].host_ns);
+    CHECK(est[0].host_ns == fit.estimate[KernelClass::elementwise].host_ns);
+    CHECK(fit.estimate.host_ns(KernelClass::gemm) == fit.estimate[KernelClass::conv_forward].host_ns);
+    // They survive the file.
+    Calibration file = sample_calibration();
+    file.estimate = fit.estimate;
+    CHECK(calibration_from_json(nlohmann::json::parse(to_json(file).dump())) == file);
+    CHECK(error_of([&] {
+              (void)calibration_from_json(
+                  with(to_json(file), nlohmann::json::json_pointer("/estimates/classes/conv_forward/host_ns"), -5));
+          }).find("$.estimates.classes.conv_forward.host_ns: must be between 0 and") != std::string::npos);
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -562,4 +563,34 @@ TEST_CASE("eager launches pay an extra dispatch gap and a host cost per op body;
     b.p.mode = LaunchMode::graph;
     const Result graph = simulate(dev, b.p, params);
     CHECK(graph.kernels[1].start_ns == doctest::Approx(graph.kernels[0].end_ns + 500));
+}
+
+TEST_CASE("a launch whose body the profiler timed costs the host that, scaled; the others the constants") {
+    const DeviceSpec& dev = h200();
+    Params params;
+    params.launch_latency_ns = 1000;
+    params.op_host_ns = 4000;
+    params.host_time_scale = 0.5;
+    ProgramBuilder b({0});
+    b.launch(0, one_per_sm("a", 10, 100), "a", 0);
+    b.launch(0, one_per_sm("b", 10, 100), "b", 1);
+    b.launch(0, one_per_sm("c", 10, 100), "c", 2);
+    b.p.kernels[0].host_ns = 30000;  // op 0: a slow library call
+    b.p.kernels[2].host_ns = 0;      // op 2: measured as free
+    const Result eager = simulate(dev, b.p, params);
+    CHECK(eager.kernels[0].issue_ns == doctest::Approx(15000));
+    CHECK(eager.kernels[1].issue_ns == doctest::Approx(15000 + 4000 + 1000));
+    CHECK(eager.kernels[2].issue_ns == doctest::Approx(20000));
+    // Host-bound: the step ends with the last launch's kernel.
+    CHECK(eager.makespan_ns > 20000);
+    // A graph replays without the host.
+    b.p.mode = LaunchMode::graph;
+    CHECK(simulate(dev, b.p, params).kernels[0].issue_ns == doctest::Approx(params.graph_launch_ns));
+    // A measured host time must be a number.
+    b.p.mode = LaunchMode::eager;
+    b.p.kernels[1].host_ns = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_WITH_AS(simulate(dev, b.p, params), doctest::Contains("kernel 1 'b'"), ModelError);
+    params.host_time_scale = -1;
+    b.p.kernels[1].host_ns = -1;
+    CHECK_THROWS_WITH_AS(simulate(dev, b.p, params), doctest::Contains("host_time_scale"), SimError);
 }

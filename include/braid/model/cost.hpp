@@ -32,6 +32,10 @@ struct OpCost {
     // over images Caffe-style, launching n kernels per image, image by image,
     // so kernels.size() == batch * n.
     std::uint32_t launches_per_image = 0;
+    // Eager: how long one call of the op's body keeps the host (its launches
+    // and library calls included), as measured; < 0: unknown, and the
+    // simulator's per-launch constants stand in.
+    double host_ns = -1.0;
 
     double duration_ns() const noexcept {
         double t = 0.0;

@@ -107,6 +107,10 @@ struct KernelClassFit {
     double size_exponent = 1.0;
     double fill_mid_ns = 0.0;  // 0: keep the estimated grid
     double fill_width = 1.0;   // log2 units
+    // Eager: how long the body of an op filed under this class (by its first
+    // kernel) keeps the host in a plain run, the mean of the profiles that
+    // timed bodies; < 0: not fitted, the simulator's per-launch costs apply.
+    double host_ns = -1.0;
 
     bool fitted() const noexcept { return scale > 0.0; }
     double time_ns(double roofline, double reference_ns) const {
@@ -139,6 +143,13 @@ struct EstimateCalibration {
         for (const KernelClassFit& f : classes)
             if (f.fitted()) return true;
         return false;
+    }
+    // The host time of an op body filed under `c`, following fallbacks; < 0
+    // when none of them has one.
+    double host_ns(KernelClass c) const noexcept {
+        for (std::optional<KernelClass> k = c; k; k = fallback_of(*k))
+            if ((*this)[*k].host_ns >= 0.0) return (*this)[*k].host_ns;
+        return -1.0;
     }
 
     friend bool operator==(const EstimateCalibration&, const EstimateCalibration&) = default;
@@ -196,6 +207,7 @@ inline OpCosts estimate_costs(const DeviceSpec& dev, std::span<const OpEstimate>
         OpCost cost;
         cost.launches_per_image = op.launches_per_image;
         for (const KernelEstimate& k : op.kernels) cost.kernels.push_back(estimate_kernel(dev, k, c));
+        if (!op.kernels.empty()) cost.host_ns = c.host_ns(op.kernels.front().kind);
         out.push_back(std::move(cost));
     }
     return out;

@@ -68,10 +68,15 @@ struct ProfiledNet {
 // the launch cost stands for all of the host's work), found by bisection
 // (the makespan grows with it). Under CUPTI every launch costs the host
 // more; a calibration's cupti_host_scale maps this onto a plain run. 0 when
-// the profile has no iteration time, or the GPU alone already takes longer.
+// the profile has no iteration time, or the GPU alone already takes longer,
+// or the profile timed every body on the host (OpCost::host_ns: measured
+// per op, those stand in for it).
 inline double profiled_launch_ns(const OpGraph& graph, const DeviceSpec& dev, const OpCosts& profiled,
                                  double profiled_iteration_ns, sim::Params params) {
     if (!(profiled_iteration_ns > 0.0)) return 0.0;
+    if (std::all_of(profiled.begin(), profiled.end(),
+                    [](const OpCost& op) { return op.kernels.empty() || op.host_ns >= 0.0; }))
+        return 0.0;
     const Plan serial = strategy::serial(graph, dev.key);
     sim::Program program = to_sim_program(compile(serial, graph), graph, dev, profiled, LaunchMode::eager);
     const std::size_t launches = program.kernels.size();
@@ -128,6 +133,7 @@ struct PreparedRow {
     LaunchMode mode = LaunchMode::graph;
     double measured_ms = 0.0;
     double profiled_launch_ns = 0.0;  // the net's, when its profile says (eager rows from profiles)
+    bool from_profile = false;        // profiled costs: measured host times scale onto a plain run
 };
 
 inline PreparedRow prepare_row(const CalibrationRow& row, const ProfiledNet& net, const OpCosts& costs) {
@@ -143,7 +149,7 @@ inline PreparedRow prepare_row(const CalibrationRow& row, const ProfiledNet& net
 inline double simulate_row(PreparedRow& row, const Calibration& c) {
     const double s = c.kernel_time_scale(row.mode);
     for (std::size_t k = 0; k < row.base_ns.size(); ++k) row.program.kernels[k].cost.duration_ns = row.base_ns[k] * s;
-    if (row.profiled_launch_ns > 0.0)
+    if (row.from_profile)
         return sim::simulate(row.device, row.program, c.sim_for_profile(row.profiled_launch_ns)).makespan_ns / 1e6;
     return sim::simulate(row.device, row.program, c.sim).makespan_ns / 1e6;
 }
@@ -357,6 +363,47 @@ inline EstimateCalibration fit_estimates(std::span<const ProfiledNet> nets, cons
     return fit;
 }
 
+// Per net and kernel class (the class of each op's first estimated kernel,
+// as the fits file it): how many ops, and their profiled and estimated
+// times added up. Where an estimate fit errs, and on which kind of work:
+// what a fit that holds for one network and not another gets wrong.
+struct ClassTotals {
+    std::string net;
+    KernelClass kind = KernelClass::other;
+    std::size_t ops = 0;
+    double profiled_ns = 0.0;
+    double estimated_ns = 0.0;
+    double error_pct() const { return profiled_ns > 0.0 ? 100.0 * (estimated_ns / profiled_ns - 1.0) : 0.0; }
+};
+
+inline std::vector<ClassTotals> class_totals(std::span<const ProfiledNet> nets, const EstimateCalibration& c) {
+    std::vector<ClassTotals> out;
+    for (const ProfiledNet& net : nets) {
+        if (!net.estimates) continue;
+        if (net.estimates->size() != net.profiled.size())
+            throw ModelError("class_totals: net '" + net.name + "' has " + std::to_string(net.estimates->size()) +
+                             " op estimates but " + std::to_string(net.profiled.size()) + " profiled ops");
+        const OpCosts estimated = estimate_costs(net.device, *net.estimates, c);
+        std::array<ClassTotals, kernel_class_count> per{};
+        for (std::size_t i = 0; i < estimated.size(); ++i) {
+            const std::vector<KernelEstimate>& ks = (*net.estimates)[i].kernels;
+            if (ks.empty()) continue;
+            ClassTotals& t = per[index_of(ks.front().kind)];
+            ++t.ops;
+            t.profiled_ns += net.profiled[i].duration_ns();
+            t.estimated_ns += estimated[i].duration_ns();
+        }
+        for (KernelClass k : all_kernel_classes) {
+            ClassTotals& t = per[index_of(k)];
+            if (t.ops == 0) continue;
+            t.net = net.name;
+            t.kind = k;
+            out.push_back(std::move(t));
+        }
+    }
+    return out;
+}
+
 // ------------------------------------------------------------- simulator
 
 struct SimFitOptions {
@@ -374,7 +421,8 @@ inline OpCosts row_costs(const ProfiledNet& net, CostSource source, const Calibr
 
 // Fits the kernel time scales and simulator constants of `start` to `rows`
 // (indices `fit_rows` into them, all when empty), predicting from profiled
-// costs. The estimate part of `start` is kept.
+// costs. The estimate part of `start` is kept, except the per-class host
+// times, which come from the fitted nets' timed bodies when they have any.
 inline Calibration fit_simulator(std::span<const ProfiledNet> nets, std::span<const CalibrationRow> rows,
                                  Calibration start, std::vector<std::size_t> fit_rows = {},
                                  const SimFitOptions& options = {}) {
@@ -385,6 +433,7 @@ inline Calibration fit_simulator(std::span<const ProfiledNet> nets, std::span<co
     for (const CalibrationRow& r : rows) {
         if (r.net >= nets.size()) throw ModelError("calibration row '" + r.label + "' names net " + std::to_string(r.net) + " of " + std::to_string(nets.size()));
         prepared.push_back(detail::prepare_row(r, nets[r.net], nets[r.net].profiled));
+        prepared.back().from_profile = true;
     }
     // Eager rows whose profile recorded its own (eager) run take their host
     // cost per launch from it, once the graph-mode stages fixed the dispatch gap.
@@ -454,6 +503,22 @@ inline Calibration fit_simulator(std::span<const ProfiledNet> nets, std::span<co
         c.sim.launch_latency_ns = c.cupti_host_scale * sum / count;
         c.sim.op_host_ns = 0.0;
     }
+    // Profiles that timed their bodies on the host say it per op: an
+    // estimated op body costs the mean of its class's (the class of its
+    // first kernel) over the fitted nets, as a plain run sees it.
+    std::array<double, kernel_class_count> host_sum{}, host_count{};
+    for (std::size_t n = 0; n < nets.size(); ++n) {
+        if (!fitted[n] || !nets[n].estimates || nets[n].estimates->size() != nets[n].profiled.size()) continue;
+        for (std::size_t i = 0; i < nets[n].profiled.size(); ++i) {
+            const std::vector<KernelEstimate>& ks = (*nets[n].estimates)[i].kernels;
+            if (ks.empty() || !(nets[n].profiled[i].host_ns >= 0.0)) continue;
+            host_sum[index_of(ks.front().kind)] += nets[n].profiled[i].host_ns;
+            host_count[index_of(ks.front().kind)] += 1.0;
+        }
+    }
+    const double host_scale = c.cupti_host_scale > 0.0 ? c.cupti_host_scale : 1.0;
+    for (std::size_t k = 0; k < kernel_class_count; ++k)
+        if (host_count[k] > 0.0) c.estimate.classes[k].host_ns = host_scale * host_sum[k] / host_count[k];
     return c;
 }
 
@@ -469,6 +534,7 @@ inline std::vector<RowPrediction> predict_rows(std::span<const ProfiledNet> nets
             have[r.net] = true;
         }
         prepared.push_back(detail::prepare_row(r, nets[r.net], costs[r.net]));
+        prepared.back().from_profile = source == CostSource::profile;
     }
     // From profiles, eager rows take the host's cost per launch from the profiled run.
     if (source == CostSource::profile) {

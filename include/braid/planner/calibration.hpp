@@ -51,9 +51,11 @@ struct Calibration {
     }
     // The simulator's constants for a plan from a profile whose own run cost
     // `profiled_launch_ns` per launch: that, scaled to a plain run, replaces
-    // the per-launch and per-body host costs.
+    // the per-launch and per-body host costs. Bodies the profile timed on
+    // the host (OpCost::host_ns) cost that, scaled the same way.
     sim::Params sim_for_profile(double profiled_launch_ns) const noexcept {
         sim::Params p = sim;
+        if (cupti_host_scale > 0.0) p.host_time_scale = cupti_host_scale;
         if (profiled_launch_ns > 0.0 && cupti_host_scale > 0.0) {
             p.launch_latency_ns = cupti_host_scale * profiled_launch_ns;
             p.op_host_ns = 0.0;

@@ -31,7 +31,8 @@ inline std::string fmt_number(double v) {
     return s.str();
 }
 
-// Every sim::Params field, by its JSON name.
+// Every sim::Params field, by its JSON name, but host_time_scale: that is
+// set where a calibration is used (Calibration::sim_for_profile), not stored.
 template <class F>
 void for_each_param(sim::Params& p, F&& f) {
     f("launch_latency_ns", p.launch_latency_ns);
@@ -90,11 +91,13 @@ inline nlohmann::json to_json(const EstimateCalibration& c) {
         // read comes back the same (a fill width without a fill midpoint
         // does nothing, but it is kept).
         if (f == KernelClassFit{}) continue;
-        classes[std::string(to_string(k))] = {{"scale", f.scale},
-                                              {"floor_ns", f.floor_ns},
-                                              {"size_exponent", f.size_exponent},
-                                              {"fill_mid_ns", f.fill_mid_ns},
-                                              {"fill_width", f.fill_width}};
+        nlohmann::json& j = classes[std::string(to_string(k))];
+        j = {{"scale", f.scale},
+             {"floor_ns", f.floor_ns},
+             {"size_exponent", f.size_exponent},
+             {"fill_mid_ns", f.fill_mid_ns},
+             {"fill_width", f.fill_width}};
+        if (f.host_ns >= 0.0) j["host_ns"] = f.host_ns;
     }
     return {{"reference_ns", c.reference_ns}, {"classes", classes}};
 }
@@ -119,13 +122,14 @@ inline EstimateCalibration estimate_calibration_from_json(const detail::JsonRead
                 for (KernelClass x : all_kernel_classes) list += (list.empty() ? "" : ", ") + std::string(to_string(x));
                 throw FormatError(v.path(), "unknown kernel class (expected one of: " + list + ")");
             }
-            v.allow_only({"scale", "floor_ns", "size_exponent", "fill_mid_ns", "fill_width"});
+            v.allow_only({"scale", "floor_ns", "size_exponent", "fill_mid_ns", "fill_width", "host_ns"});
             KernelClassFit& f = c[*k];
             f.scale = bounded(v, "scale", 0.0, 0.0, 1e6);
             f.floor_ns = bounded(v, "floor_ns", 0.0, 0.0, 1e9);
             f.size_exponent = bounded(v, "size_exponent", 1.0, 0.05, 2.0);
             f.fill_mid_ns = bounded(v, "fill_mid_ns", 0.0, 0.0, 1e9);
             f.fill_width = bounded(v, "fill_width", 1.0, 0.05, 64.0);
+            if (v.find("host_ns")) f.host_ns = bounded(v, "host_ns", -1.0, 0.0, 1e9);
         }
     }
     return c;

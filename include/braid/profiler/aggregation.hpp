@@ -86,6 +86,15 @@ inline std::vector<UnattributedWork> summarize(std::span<const UnattributedActiv
     return out;
 }
 
+// The statistics of the measured (>= 0) samples; none when there are none.
+inline std::optional<DurationStats> host_stats(std::span<const double> samples_ns) {
+    std::vector<double> measured;
+    for (double s : samples_ns)
+        if (s >= 0.0) measured.push_back(s);
+    if (measured.empty()) return std::nullopt;
+    return duration_stats(std::move(measured));
+}
+
 }  // namespace detail
 
 // Per op: the first iteration it ran in fixes its sequence of kernels and
@@ -135,6 +144,7 @@ inline Aggregate aggregate(const Trace& trace, const Attribution& attribution, c
             }
         }
         p.duration = duration_stats(op_samples);
+        p.host = detail::host_stats(attribution.host_ns[op.id]);
         for (std::size_t i = 0; i < reference->size(); ++i) {
             const WorkRef& w = (*reference)[i];
             if (w.kernel) {
@@ -176,11 +186,13 @@ inline Aggregate aggregate(const Trace& trace, const Attribution& attribution, c
     return out;
 }
 
-// One op's time in one iteration, from CUDA events around its body.
+// One op's time in one iteration, from CUDA events around its body, and
+// its body's time on the host (< 0: not measured).
 struct OpTiming {
     std::uint32_t iteration = 0;
     OpId op = 0;
     double duration_ns = 0.0;
+    double host_ns = -1.0;
 };
 
 // Durations-only aggregation (the CUDA-event fallback): per op, the
@@ -188,11 +200,14 @@ struct OpTiming {
 inline Aggregate aggregate_durations(std::span<const OpTiming> timings, std::span<const double> iteration_ns,
                                      const OpGraph& graph) {
     std::vector<std::map<std::uint32_t, double>> per_op(graph.op_count());
+    std::vector<std::map<std::uint32_t, double>> host_of(graph.op_count());  // < 0: a part was not timed
     for (const OpTiming& t : timings) {
         if (t.op >= graph.op_count())
             throw ProfileError("a timing names op id " + std::to_string(t.op) + ", but the graph has " +
                                std::to_string(graph.op_count()) + " ops");
         per_op[t.op][t.iteration] += t.duration_ns;
+        double& host = host_of[t.op].emplace(t.iteration, 0.0).first->second;
+        host = host < 0.0 || t.host_ns < 0.0 ? -1.0 : host + t.host_ns;
     }
     Aggregate out;
     for (const Op& op : graph.ops()) {
@@ -204,6 +219,9 @@ inline Aggregate aggregate_durations(std::span<const OpTiming> timings, std::spa
         std::vector<double> samples;
         for (const auto& [iteration, ns] : per_op[op.id]) samples.push_back(ns);
         p.duration = duration_stats(std::move(samples));
+        std::vector<double> host;
+        for (const auto& [iteration, ns] : host_of[op.id]) host.push_back(ns);
+        p.host = detail::host_stats(host);
         out.ops.push_back(std::move(p));
     }
     std::vector<double> spans;

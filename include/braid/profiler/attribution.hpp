@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -42,6 +43,9 @@ struct Attribution {
     // [op][i]: the op's work in iterations[i], in launch order; nullopt when
     // the op did not run in that iteration (no marker).
     std::vector<std::vector<std::optional<std::vector<WorkRef>>>> work;
+    // [op][i]: host time of the op's bodies in iterations[i] (parts added);
+    // < 0 when the op did not run then or a marker carries no host time.
+    std::vector<std::vector<double>> host_ns;
     std::vector<UnattributedActivity> unattributed;
     std::uint64_t ignored_other_context = 0;  // activities of other CUPTI contexts
     std::vector<double> iteration_span_ns;    // [i]: first start to last end of attributed work (0 if none)
@@ -73,10 +77,24 @@ inline Attribution attribute(const Trace& trace, std::size_t op_count) {
     };
 
     out.work.assign(op_count, std::vector<std::optional<std::vector<WorkRef>>>(out.iterations.size()));
+    // One sample per (op, iteration) needs every part's body timed: a
+    // partial sum would pass for a whole one.
+    std::vector<std::vector<bool>> host_missing(op_count, std::vector<bool>(out.iterations.size(), false));
+    out.host_ns.assign(op_count, std::vector<double>(out.iterations.size(), -1.0));
     for (const OpMarker& m : trace.markers) {
-        auto& cell = out.work[m.op][slot_of(m.iteration)];
+        const std::size_t slot = slot_of(m.iteration);
+        auto& cell = out.work[m.op][slot];
         if (!cell) cell.emplace();
+        if (m.host_ns < 0.0 || !std::isfinite(m.host_ns)) {
+            host_missing[m.op][slot] = true;
+            continue;
+        }
+        double& host = out.host_ns[m.op][slot];
+        host = (host < 0.0 ? 0.0 : host) + m.host_ns;
     }
+    for (std::size_t op = 0; op < op_count; ++op)
+        for (std::size_t s = 0; s < out.iterations.size(); ++s)
+            if (host_missing[op][s]) out.host_ns[op][s] = -1.0;
 
     std::unordered_map<std::uint32_t, std::uint64_t> external_of;  // correlation id -> braid's external id
     for (const ExternalCorrelation& c : trace.correlations) {

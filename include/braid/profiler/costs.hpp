@@ -124,6 +124,7 @@ inline OpCosts costs_from_profile(const Profile& profile, const OpGraph& graph, 
     for (const Op& op : graph.ops()) {
         const ProfiledOp& p = *by_name.at(op.name);
         OpCost& cost = costs[op.id];
+        if (p.host) cost.host_ns = p.host->median_ns;
         if (profile.durations_only) {
             KernelCost k;
             k.shape = durations_only_shape(target, op.name);

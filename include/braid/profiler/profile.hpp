@@ -114,6 +114,11 @@ struct ProfiledOp {
     // transfer durations (CUPTI), or the time between CUDA events recorded
     // around its body on its stream (durations-only profiles).
     DurationStats duration;
+    // Per iteration: how long the op's body took on the host (parts added),
+    // its launches and library calls included; absent when the profiler did
+    // not time bodies (profiles before it did). Eager runs are host-bound
+    // where these add up to more than the GPU's work.
+    std::optional<DurationStats> host;
     std::vector<ProfiledKernel> kernels;      // empty in durations-only profiles
     std::vector<ProfiledTransfer> transfers;  // likewise
 

@@ -120,14 +120,16 @@ inline nlohmann::json to_json(const Profile& p) {
                 {"duration_ns", detail::stats_json(t.duration)},
                 {"order", t.order},
             });
-        ops.push_back({
+        nlohmann::json o{
             {"name", op.name},
             {"layer", op.layer},
             {"kind", to_string(op.kind)},
             {"duration_ns", detail::stats_json(op.duration)},
             {"kernels", std::move(kernels)},
             {"transfers", std::move(transfers)},
-        });
+        };
+        if (op.host) o["host_ns"] = detail::stats_json(*op.host);
+        ops.push_back(std::move(o));
     }
     nlohmann::json unattributed = nlohmann::json::array();
     for (const UnattributedWork& u : p.unattributed)
@@ -210,7 +212,7 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
     std::map<std::string, std::size_t> seen;
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const detail::JsonReader o = ops[i];
-        o.allow_only({"name", "layer", "kind", "duration_ns", "kernels", "transfers"});
+        o.allow_only({"name", "layer", "kind", "duration_ns", "host_ns", "kernels", "transfers"});
         ProfiledOp op;
         op.name = o.get<std::string>("name");
         if (op.name.empty()) o.at("name").fail("must not be empty");
@@ -225,6 +227,7 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
             op.kind = *k;
         }
         op.duration = detail::stats_from_json(o.at("duration_ns"));
+        if (auto h = o.find("host_ns")) op.host = detail::stats_from_json(*h);
 
         const detail::JsonReader ks = o.at("kernels");
         const detail::JsonReader ts = o.at("transfers");

@@ -64,12 +64,15 @@ struct ApiActivity {
 };
 
 // What the profiling hook pushed: external id -> the op (and batch part) in
-// the iteration it ran.
+// the iteration it ran, and how long the body took on the host (from the
+// end of op_begin to the start of op_end: the body's own calls, its
+// launches included, not the hook's); < 0 when not measured.
 struct OpMarker {
     std::uint64_t external_id = 0;
     std::uint32_t iteration = 0;
     OpId op = 0;
     std::uint32_t part = 0;
+    double host_ns = -1.0;
 };
 
 // The external-correlation kind braid pushes its op markers under. Kineto

@@ -1,6 +1,7 @@
 // What a profile says, as text for people: per layer, its ops, kernels,
 // copies, time and share of the step, how many SMs its kernels cover and
-// what limits the occupancy of its longest kernel; per kernel, its launch
+// what limits the occupancy of its longest kernel, and how long its bodies
+// kept the host (profiles that timed them); per kernel, its launch
 // shape, resources and blocks per SM. braid-profile and braid-train
 // --profile-out print these tables; a custom trainer can too.
 #pragma once
@@ -82,6 +83,8 @@ inline std::string format_layer_table(const Profile& profile, const OpGraph& gra
         double longest_ns = -1.0;  // the layer's longest kernel decides occupancy and limiter
         std::string occupancy = "-";
         std::string limiter = "-";
+        double host_ns = 0.0;  // its ops' bodies on the host, where timed
+        int host_ops = 0;
     };
     std::vector<Row> rows;
     std::map<std::string, std::size_t> row_of;
@@ -97,6 +100,10 @@ inline std::string format_layer_table(const Profile& profile, const OpGraph& gra
         ++row.ops;
         row.time_ns += p->duration.median_ns;
         total_ns += p->duration.median_ns;
+        if (p->host) {
+            row.host_ns += p->host->median_ns;
+            ++row.host_ops;
+        }
         row.kernels += static_cast<int>(p->kernels.size());
         row.transfers += static_cast<int>(p->transfers.size());
         for (const ProfiledKernel& k : p->kernels) {
@@ -116,21 +123,36 @@ inline std::string format_layer_table(const Profile& profile, const OpGraph& gra
     // The layer column fits the longest name (GoogLeNet's run to 25 characters).
     int width = 16;
     for (const Row& r : rows) width = std::max(width, static_cast<int>(r.layer.size()));
-    std::string out = detail::printf_string("\n%-*s %4s %8s %6s %11s %6s %9s %16s %-14s\n", width, "layer", "ops",
-                                            "kernels", "copies", "time (us)", "share", "SMs", "occupancy", "limiter");
+    // The host column only for profiles that timed bodies: "-" for a layer
+    // none of whose bodies was timed, "*" after a partial sum.
+    const bool host = std::any_of(profile.ops.begin(), profile.ops.end(), [](const ProfiledOp& op) { return op.host; });
+    double host_total_ns = 0.0;
+    auto host_cell = [](const Row& r) {
+        if (r.host_ops == 0) return std::string("-");
+        return detail::printf_string("%.1f%s", detail::to_us(r.host_ns), r.host_ops < r.ops ? "*" : "");
+    };
+    std::string out = detail::printf_string("\n%-*s %4s %8s %6s %11s %6s %9s %16s %-14s%s\n", width, "layer", "ops",
+                                            "kernels", "copies", "time (us)", "share", "SMs", "occupancy", "limiter",
+                                            host ? "  host (us)" : "");
     for (const Row& r : rows) {
         const std::string sms = profile.durations_only ? "all*"
                                 : r.kernels == 0        ? "-"
                                                         : std::to_string(r.sms) + "/" + std::to_string(dev.sm_count);
         const std::string kernels = profile.durations_only ? "?" : std::to_string(r.kernels);
         const std::string copies = profile.durations_only ? "?" : std::to_string(r.transfers);
-        out += detail::printf_string("%-*s %4d %8s %6s %11.1f %5.1f%% %9s %16s %-14s\n", width, r.layer.c_str(), r.ops,
+        out += detail::printf_string("%-*s %4d %8s %6s %11.1f %5.1f%% %9s %16s %-14s%s\n", width, r.layer.c_str(), r.ops,
                                      kernels.c_str(), copies.c_str(), detail::to_us(r.time_ns),
                                      total_ns > 0 ? 100.0 * r.time_ns / total_ns : 0.0, sms.c_str(),
-                                     r.occupancy.c_str(), r.limiter.c_str());
+                                     r.occupancy.c_str(), r.limiter.c_str(),
+                                     host ? detail::printf_string(" %10s", host_cell(r).c_str()).c_str() : "");
+        host_total_ns += r.host_ns;
     }
-    out += detail::printf_string("%-*s %4zu %8s %6s %11.1f\n", width, "total", graph.op_count(), "", "",
+    out += detail::printf_string("%-*s %4zu %8s %6s %11.1f", width, "total", graph.op_count(), "", "",
                                  detail::to_us(total_ns));
+    if (host)
+        out += detail::printf_string(" %6s %9s %16s %-14s %10.1f", "", "", "", "", detail::to_us(host_total_ns));
+    out += "\n";
+    if (host) out += "host: each layer's op bodies on the host, per iteration (* some bodies untimed)\n";
     if (profile.durations_only)
         out += "* durations-only profile: kernels unknown; each op is planned as one kernel that fills the GPU\n";
     return out;

@@ -10,7 +10,9 @@
 namespace braid::sim {
 
 // Eager: the host makes one API call per action, in order, starting at 0; an
-//   action reaches its stream when its call returns.
+//   action reaches its stream when its call returns. A launch costs its
+//   measured host time where the kernel carries one (Kernel::host_ns),
+//   else the per-launch and per-op-body constants.
 // Graph: one cudaGraphLaunch (graph_launch_ns) issues everything; kernel node
 //   i (in capture order, from 0) becomes available at graph_launch_ns +
 //   i x graph_node_ns, as the device-side executor walks the nodes. Records
@@ -35,10 +37,14 @@ inline std::vector<double> issue_times_ns(const Program& p, const Params& params
     for (std::size_t a = 0; a < p.actions.size(); ++a) {
         switch (p.actions[a].kind) {
             case ActionKind::launch: {
-                const std::uint32_t op = p.kernels[p.actions[a].index].op;
-                if (op != last_op || op == no_op) host_ns += params.op_host_ns;
-                last_op = op;
-                host_ns += params.launch_latency_ns;
+                const Kernel& k = p.kernels[p.actions[a].index];
+                if (k.host_ns >= 0.0) {
+                    host_ns += k.host_ns * params.host_time_scale;  // measured: the body's own cost
+                } else {
+                    if (k.op != last_op || k.op == no_op) host_ns += params.op_host_ns;
+                    host_ns += params.launch_latency_ns;
+                }
+                last_op = k.op;
                 break;
             }
             case ActionKind::record: host_ns += params.record_latency_ns; break;

@@ -21,6 +21,11 @@ struct Kernel {
     KernelCost cost;            // shape, isolated duration, DRAM bytes
     std::uint32_t op = no_op;   // the op (graph OpId) it belongs to, for per-op results
     std::string label;          // slice name in traces: usually the op's name
+    // Eager: the host's time up to this launch since the previous action, as
+    // measured (its share of its op body's host time, times
+    // Params::host_time_scale); < 0: Params::op_host_ns and
+    // launch_latency_ns apply instead.
+    double host_ns = -1.0;
 };
 
 enum class ActionKind : std::uint8_t { launch, record, wait };
@@ -51,6 +56,7 @@ struct Program {
 struct Params {
     double launch_latency_ns = 2500.0;        // host cost of one eager cudaLaunchKernel
     double op_host_ns = 0.0;                  // eager: host cost of an op body beyond its launches
+    double host_time_scale = 1.0;             // eager: multiplies measured host times (Kernel::host_ns)
     double record_latency_ns = 1000.0;        // host cost of one cudaEventRecord
     double wait_latency_ns = 1000.0;          // host cost of one cudaStreamWaitEvent
     double graph_launch_ns = 2500.0;          // host cost of one cudaGraphLaunch

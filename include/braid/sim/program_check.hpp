@@ -59,6 +59,7 @@ inline void check_params(const Params& params) {
     need(params.dispatch_latency_ns, "dispatch_latency_ns");
     need(params.eager_dispatch_extra_ns, "eager_dispatch_extra_ns");
     need(params.op_host_ns, "op_host_ns");
+    need(params.host_time_scale, "host_time_scale");
     need(params.event_latency_ns, "event_latency_ns");
     need(params.corun_slowdown, "corun_slowdown");
     if (params.eager_hardware_queues < 0 || params.graph_hardware_queues < 0)
@@ -90,6 +91,9 @@ inline CheckedProgram check_program(const DeviceSpec& dev, const Program& p, con
         if (!(cost.dram_bytes >= 0.0) || !std::isfinite(cost.dram_bytes))
             throw ModelError(who + ": dram_bytes must be finite and >= 0, got " + std::to_string(cost.dram_bytes));
         if (std::string problem = launch_problem(cost.shape); !problem.empty()) throw ModelError(who + ": " + problem);
+        if (std::isnan(p.kernels[k].host_ns) || std::isinf(p.kernels[k].host_ns))
+            throw ModelError(who + ": host_ns must be finite (< 0: not measured), got " +
+                             std::to_string(p.kernels[k].host_ns));
         try {
             c.work.push_back(kernel_work(dev, cost));
         } catch (const ModelError& e) {

@@ -6,7 +6,8 @@
 //   (braid/profiler/records.hpp); attribution and aggregation work on those.
 // - hook() is a ProfilingHook: op_begin pushes a fresh external id (kind
 //   CUSTOM2) and remembers (iteration, op, part) for it, op_end pops it, so
-//   every launch inside an op body is linked to that op by CUPTI itself.
+//   every launch inside an op body is linked to that op by CUPTI itself;
+//   between the two it times the body on the host (OpMarker::host_ns).
 // - end_iteration() waits for the device and flushes CUPTI's buffers, so each
 //   profiled iteration's records are complete before the next one starts.
 // - libcupti is loaded at run time (dlopen), so programs that include this
@@ -25,8 +26,10 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -433,6 +436,7 @@ public:
         std::lock_guard lock(mutex_);
         trace_.markers.insert(trace_.markers.end(), markers_.begin(), markers_.end());
         markers_.clear();
+        open_.clear();
     }
 
     // Waits, flushes and forgets everything recorded so far (warm-up).
@@ -442,6 +446,7 @@ public:
         trace_ = Trace{};
         trace_.context_id = context_id_;
         markers_.clear();
+        open_.clear();
     }
 
     const Trace& trace() const noexcept { return trace_; }
@@ -461,18 +466,33 @@ private:
     class Hook final : public ProfilingHook {
     public:
         explicit Hook(CuptiTracer& tracer) : tracer_(tracer) {}
+        // The body's host time runs from the end of op_begin to the start
+        // of op_end, so the hook's own calls stay out of it.
         void op_begin(const OpContext& op) override {
             std::uint64_t id = 0;
+            std::size_t marker = 0;
             {
                 std::lock_guard lock(tracer_.mutex_);
                 id = ++tracer_.next_external_id_;
+                marker = tracer_.markers_.size();
                 tracer_.markers_.push_back(OpMarker{id, tracer_.iteration_, op.op, op.part});
             }
             tracer_.call(tracer_.api_->ActivityPushExternalCorrelationId(
                              static_cast<CUpti_ExternalCorrelationKind>(braid_external_kind), id),
                          "cuptiActivityPushExternalCorrelationId");
+            std::lock_guard lock(tracer_.mutex_);
+            tracer_.open_[{op.step, op.part}] = {marker, std::chrono::steady_clock::now()};
         }
-        void op_end(const OpContext& /*op*/) override {
+        void op_end(const OpContext& op) override {
+            const auto now = std::chrono::steady_clock::now();
+            {
+                std::lock_guard lock(tracer_.mutex_);
+                if (auto it = tracer_.open_.find({op.step, op.part}); it != tracer_.open_.end()) {
+                    tracer_.markers_[it->second.first].host_ns =
+                        std::chrono::duration<double, std::nano>(now - it->second.second).count();
+                    tracer_.open_.erase(it);
+                }
+            }
             tracer_.call(tracer_.api_->ActivityPopExternalCorrelationId(
                              static_cast<CUpti_ExternalCorrelationKind>(braid_external_kind), nullptr),
                          "cuptiActivityPopExternalCorrelationId");
@@ -531,6 +551,10 @@ private:
     std::uint32_t iteration_ = 0;
     std::uint64_t next_external_id_ = 0;
     std::vector<OpMarker> markers_;
+    // Bodies running now, by (step, part): their marker and when they started.
+    std::map<std::pair<std::uint32_t, std::uint32_t>,
+             std::pair<std::size_t, std::chrono::steady_clock::time_point>>
+        open_;
     Trace trace_;
 };
 

@@ -2,12 +2,14 @@
 // records a CUDA event on the op's stream right before and right after its
 // body; after each iteration the elapsed time between the two is the op's
 // time. It sees no kernels, so profiles made with it are durations-only.
+// Between the two records it also times the body on the host.
 // Run it on a serial plan: an op's time then covers its own work only (plus
 // any idle gap while its launches were being issued). Opt-in (CUDA runtime).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -62,13 +64,16 @@ public:
         cuda::check(cudaEventRecord(p.start, stream), "cudaEventRecord (op begin)");
         open_.push_back(Open{op, used_, stream});
         ++used_;
+        open_.back().host_start = std::chrono::steady_clock::now();  // the body's host time starts here
     }
 
     void op_end(const OpContext& op) override {
+        const auto host_end = std::chrono::steady_clock::now();
         std::lock_guard lock(mutex_);
         // The latest open record of this step: bodies do not nest.
         for (auto it = open_.rbegin(); it != open_.rend(); ++it)
             if (it->ctx.step == op.step && it->ctx.part == op.part && !it->closed) {
+                it->host_ns = std::chrono::duration<double, std::nano>(host_end - it->host_start).count();
                 cuda::check(cudaEventRecord(pool_[it->pair].end, it->stream), "cudaEventRecord (op end)");
                 it->closed = true;
                 return;
@@ -85,7 +90,7 @@ public:
             if (!o.closed) throw Error("CudaEventTimer: op id " + std::to_string(o.ctx.op) + " never ended");
             float ms = 0.0f;
             cuda::check(cudaEventElapsedTime(&ms, pool_[o.pair].start, pool_[o.pair].end), "cudaEventElapsedTime");
-            timings_.push_back(OpTiming{iteration_, o.ctx.op, static_cast<double>(ms) * 1e6});
+            timings_.push_back(OpTiming{iteration_, o.ctx.op, static_cast<double>(ms) * 1e6, o.host_ns});
             float since_first = 0.0f;
             cuda::check(cudaEventElapsedTime(&since_first, pool_[open_.front().pair].start, pool_[o.pair].end),
                         "cudaEventElapsedTime");
@@ -117,6 +122,8 @@ private:
         std::size_t pair = 0;
         cudaStream_t stream = nullptr;
         bool closed = false;
+        std::chrono::steady_clock::time_point host_start{};
+        double host_ns = -1.0;
     };
 
     StreamOf stream_of_;
