@@ -164,4 +164,38 @@ std::string format_accuracy(const std::vector<AccuracyRow>& rows) {
     return s;
 }
 
+std::string format_class_totals(const braid::CalibrationInputs& in, const braid::Calibration& c,
+                                const std::vector<std::string>& groups) {
+    std::vector<braid::ProfiledNet> nets;
+    for (const braid::ProfiledNet& n : in.nets)
+        if (n.estimates && in_groups(groups, n.group)) nets.push_back(n);
+    const std::vector<braid::ClassTotals> totals = braid::class_totals(nets, c.estimate);
+    std::string s = fmt::format("  {:<22}", "class (estimated/profiled)");
+    for (const braid::ProfiledNet& n : nets) s += fmt::format(" {:>22}", n.name);
+    s += "\n";
+    for (braid::KernelClass k : braid::all_kernel_classes) {
+        std::string line = fmt::format("  {:<22}", braid::to_string(k));
+        bool any = false;
+        for (const braid::ProfiledNet& n : nets) {
+            auto t = std::find_if(totals.begin(), totals.end(),
+                                  [&](const braid::ClassTotals& x) { return x.net == n.name && x.kind == k; });
+            if (t == totals.end()) {
+                line += fmt::format(" {:>22}", "-");
+                continue;
+            }
+            any = true;
+            line += fmt::format(" {:>+9.1f}% of {:>7.3f} ms", t->error_pct(), t->profiled_ns / 1e6);
+        }
+        if (any) s += line + "\n";
+    }
+    std::string line = fmt::format("  {:<22}", "all ops");
+    for (const braid::ProfiledNet& n : nets) {
+        double p = 0.0, e = 0.0;
+        for (const braid::ClassTotals& t : totals)
+            if (t.net == n.name) p += t.profiled_ns, e += t.estimated_ns;
+        line += fmt::format(" {:>+9.1f}% of {:>7.3f} ms", p > 0.0 ? 100.0 * (e / p - 1.0) : 0.0, p / 1e6);
+    }
+    return s + line + "\n";
+}
+
 }  // namespace braid::samples

@@ -46,4 +46,10 @@ std::vector<AccuracyRow> accuracy_rows(const braid::CalibrationInputs& in, const
 // A table for people: one line per row, then the worst errors.
 std::string format_accuracy(const std::vector<AccuracyRow>& rows);
 
+// The estimate fit of `c` per kernel class, on the nets of `groups` (all
+// when empty): braid::class_totals as a table for people, a line per class
+// and a column per net (estimated over profiled, and the profiled ms).
+std::string format_class_totals(const braid::CalibrationInputs& in, const braid::Calibration& c,
+                                const std::vector<std::string>& groups = {});
+
 }  // namespace braid::samples

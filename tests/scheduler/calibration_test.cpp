@@ -53,6 +53,16 @@ Calibration sample_calibration() {
     return c;
 }
 
+// `t`'s graph as profiled on the H200, with its own costs.
+ProfiledNet profiled_net(const std::string& name, const braid::testing::TestGraph& t) {
+    ProfiledNet net;
+    net.name = name;
+    net.graph = &t.graph;
+    net.device = find_device("h200");
+    net.profiled = t.costs;
+    return net;
+}
+
 nlohmann::json with(nlohmann::json j, const nlohmann::json::json_pointer& at, nlohmann::json value) {
     j[at] = std::move(value);
     return j;
@@ -244,12 +254,7 @@ TEST_CASE("fit_estimates recovers the per-class fits that made the profiled time
 
 TEST_CASE("fit_simulator recovers the kernel time scale and constants that made the measured rows") {
     braid::testing::TestGraph t = braid::testing::inception_like(4);
-    const DeviceSpec& dev = find_device("h200");
-    std::vector<ProfiledNet> nets(1);
-    nets[0].name = "inception_like";
-    nets[0].graph = &t.graph;
-    nets[0].device = dev;
-    nets[0].profiled = t.costs;
+    std::vector<ProfiledNet> nets{profiled_net("inception_like", t)};
 
     // "Measured" = simulated with known constants.
     Calibration truth;
@@ -279,7 +284,6 @@ TEST_CASE("fit_simulator recovers the kernel time scale and constants that made 
 
 TEST_CASE("fit_simulator: a net without fitted rows leaves the host's cost alone, and so do graph rows alone") {
     braid::testing::TestGraph t = braid::testing::inception_like(4);
-    const DeviceSpec& dev = find_device("h200");
     double kernel_ns = 0.0;
     std::size_t launches = 0;
     for (const OpCost& op : t.costs)
@@ -288,10 +292,7 @@ TEST_CASE("fit_simulator: a net without fitted rows leaves the host's cost alone
     // host far more than its kernel took); only the first has rows.
     std::vector<ProfiledNet> nets(2);
     for (std::size_t n = 0; n < 2; ++n) {
-        nets[n].name = n == 0 ? "fitted" : "held_out";
-        nets[n].graph = &t.graph;
-        nets[n].device = dev;
-        nets[n].profiled = t.costs;
+        nets[n] = profiled_net(n == 0 ? "fitted" : "held_out", t);
         nets[n].profiled_iteration_ns = kernel_ns + 20000.0 * static_cast<double>(launches);
     }
     auto rows_of = [&](std::initializer_list<LaunchMode> modes) {
@@ -339,11 +340,7 @@ TEST_CASE("timed op bodies: profiles predict eager runs with them, and fits lear
     const DeviceSpec& dev = find_device("h200");
     // The profiled run timed every body: "convolutions" (odd ops) cost the
     // host 40 us under CUPTI, the others 10 us, far more than their kernels.
-    std::vector<ProfiledNet> nets(1);
-    nets[0].name = "timed";
-    nets[0].graph = &t.graph;
-    nets[0].device = dev;
-    nets[0].profiled = t.costs;
+    std::vector<ProfiledNet> nets{profiled_net("timed", t)};
     std::vector<OpEstimate> estimates(t.costs.size());
     for (std::size_t i = 0; i < t.costs.size(); ++i) {
         const bool conv = i % 2 == 1;

@@ -5,6 +5,8 @@
 //   - with calibrations fitted on one network and judged on the other
 //     (GoogLeNet -> ResNet-50 and back): the held-out test,
 //   - with no calibration (the model before any was fitted),
+// and per kernel class how the estimate fits' isolated op times compare with
+// the profiles' (where a fit that holds for one network fails the other),
 // then `key: value` lines. sim_error_pct_max_profile and _estimate are the
 // worst |predicted / measured - 1| over the built-in rows and the held-out
 // rows together. It also refits the data set and says whether the fit
@@ -57,6 +59,8 @@ int main() {
 
     const auto shipped = braid::samples::accuracy_rows(in, *builtin);
     fmt::print("built-in calibration ({}):\n{}\n", builtin->source, braid::samples::format_accuracy(shipped));
+    fmt::print("built-in calibration, isolated op times per kernel class:\n{}\n",
+               braid::samples::format_class_totals(in, *builtin));
 
     Worst fitted, held, none;
     fitted.add(shipped);
@@ -65,6 +69,8 @@ int main() {
         const auto rows = braid::samples::accuracy_rows(in, c, {test});
         held.add(rows);
         fmt::print("fitted on {} only, predicting {}:\n{}\n", train, test, braid::samples::format_accuracy(rows));
+        fmt::print("fitted on {} only, isolated op times per kernel class, every net:\n{}\n", train,
+                   braid::samples::format_class_totals(in, c));
     }
     const auto raw = braid::samples::accuracy_rows(in, braid::Calibration{});
     none.add(raw);
