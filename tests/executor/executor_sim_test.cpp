@@ -43,6 +43,7 @@ OpCosts random_costs(const OpGraph& g, std::mt19937_64& rng) {
             costs[op].kernels.push_back(kernel(g.op(op).name + "." + std::to_string(k),
                                                static_cast<std::uint32_t>(rng() % 300) + 1,
                                                500.0 + static_cast<double>(rng() % 30000)));
+        if (rng() % 2 == 0) costs[op].host_ns = static_cast<double>(rng() % 20000);  // a body the profiler timed
     }
     return costs;
 }
@@ -144,6 +145,7 @@ TEST_CASE("sim backend with sim_bodies builds the same Program as to_sim_program
                 CHECK(got.kernels[k].label == expected.kernels[k].label);
                 CHECK(got.kernels[k].cost.shape == expected.kernels[k].cost.shape);
                 CHECK(got.kernels[k].cost.duration_ns == expected.kernels[k].cost.duration_ns);
+                CHECK(got.kernels[k].host_ns == expected.kernels[k].host_ns);
             }
             REQUIRE(backend.has_result());
             const sim::Result first = backend.last_result();

@@ -35,11 +35,12 @@ class SimLane {
 public:
     std::uint32_t index = 0;
 
-    // Appends a launch of `kernel` on this lane, tagged with the running op.
-    void launch(const KernelCost& kernel);
-    // Every kernel of `cost`, in order.
-    void launch(const OpCost& cost) {
-        for (const KernelCost& k : cost.kernels) launch(k);
+    // Appends a launch of `kernel` on this lane, tagged with the running op;
+    // `host_ns`: what it costs the host when measured (sim::Kernel::host_ns).
+    void launch(const KernelCost& kernel, double host_ns = -1.0);
+    // Every kernel of `cost`, in order, each costing the host `host_ns`.
+    void launch(const OpCost& cost, double host_ns = -1.0) {
+        for (const KernelCost& k : cost.kernels) launch(k, host_ns);
     }
 
 private:
@@ -136,13 +137,14 @@ public:
 private:
     friend class SimLane;
 
-    void add_launch(const SimLane& lane, const KernelCost& kernel) {
+    void add_launch(const SimLane& lane, const KernelCost& kernel, double host_ns) {
         if (lane.running_ == nullptr)
             throw Error("SimLane::launch called on lane " + std::to_string(lane.index) + " outside an op body");
         const OpContext& ctx = *lane.running_;
         building_.actions.push_back(
             {sim::ActionKind::launch, lane.index, static_cast<std::uint32_t>(building_.kernels.size())});
-        building_.kernels.push_back(sim::Kernel{kernel, ctx.op, ctx.info != nullptr ? ctx.info->name : std::string()});
+        building_.kernels.push_back(
+            sim::Kernel{kernel, ctx.op, ctx.info != nullptr ? ctx.info->name : std::string(), host_ns});
     }
 
     DeviceSpec device_;
@@ -154,9 +156,9 @@ private:
     std::optional<StepFailure> failure_;
 };
 
-inline void SimLane::launch(const KernelCost& kernel) {
+inline void SimLane::launch(const KernelCost& kernel, double host_ns) {
     if (owner_ == nullptr) throw Error("SimLane::launch on a lane that belongs to no SimBackend");
-    owner_->add_launch(*this, kernel);
+    owner_->add_launch(*this, kernel, host_ns);
 }
 
 // Bodies that launch each op's kernels — its batch part's when the plan
@@ -174,9 +176,9 @@ inline std::vector<std::function<void(SimLane&, const OpContext&)>> sim_bodies(c
         bodies.emplace_back([shared, dev, op](SimLane& lane, const OpContext& ctx) {
             const OpCost& whole = (*shared)[op];
             if (ctx.parts > 1)
-                lane.launch(split_part(*dev, whole, ctx.info->split_batch, ctx.parts, ctx.part));
+                lane.launch(split_part(*dev, whole, ctx.info->split_batch, ctx.parts, ctx.part), whole.host_share_ns());
             else
-                lane.launch(whole);
+                lane.launch(whole, whole.host_share_ns());
         });
     return bodies;
 }

@@ -42,6 +42,12 @@ struct OpCost {
         for (const KernelCost& k : kernels) t += k.duration_ns;
         return t;
     }
+    // What each launch of a body call costs the host, when measured: the
+    // body's time shared by its launches (a batch part makes the same calls
+    // as the whole body, each at that cost); < 0: unknown.
+    double host_share_ns() const noexcept {
+        return host_ns >= 0.0 && !kernels.empty() ? host_ns / static_cast<double>(kernels.size()) : -1.0;
+    }
 };
 
 // Per op, indexed by OpId.

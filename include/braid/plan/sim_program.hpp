@@ -27,11 +27,7 @@ inline sim::Program to_sim_program(const CompiledPlan& plan, const OpGraph& grap
     for (const CompiledStep& s : plan.steps) {
         for (std::uint32_t e : s.wait_events) p.actions.push_back({sim::ActionKind::wait, s.stream, e});
         const OpCost& whole = costs[s.op];
-        // A measured body time is shared by its launches; a batch part
-        // makes the same calls as the whole body, each at that cost.
-        const double host_share = whole.host_ns >= 0.0 && !whole.kernels.empty()
-                                      ? whole.host_ns / static_cast<double>(whole.kernels.size())
-                                      : -1.0;
+        const double host_share = whole.host_share_ns();
         auto add_kernels = [&](const OpCost& c) {
             for (const KernelCost& k : c.kernels) {
                 p.actions.push_back({sim::ActionKind::launch, s.stream, static_cast<std::uint32_t>(p.kernels.size())});
