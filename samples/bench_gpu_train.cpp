@@ -13,12 +13,14 @@
 //   bench-gpu-train [--nets googlenet,resnet50] [--batches 8,32] [--image S]
 //                   [--classes 1000] [--width-scale 1] [--iters 5] [--check-iters 2]
 //                   [--tune-top 6] [--tune-budget 15] [--fuse-relu 0|1]
-//                   [--share-bn-sums 0|1] [--update-bucket-mib N]
+//                   [--share-bn-sums 0|1] [--update-bucket-mib N] [--conv-api legacy|graph]
 // With --fuse-relu 1 the nets fold each ReLU after a batch norm or an add
 // into it and every key names the net <net>_fused; with --share-bn-sums 1
 // each batch norm has one backward op for dx and its weight gradient
 // (<net>_shared, both: <net>_fused_shared); with --update-bucket-mib N > 0
-// SGD updates run in multi-tensor buckets of N MiB (<net>..._bucketN).
+// SGD updates run in multi-tensor buckets of N MiB (<net>..._bucketN); with
+// --conv-api graph convolutions run on cuDNN graph-API engines
+// (cuda/conv_engines.hpp; <net>..._graphapi).
 //
 // Exit status: 0; 1 when a check differs or a run fails; 77 without a GPU;
 // non-zero with the option named for a bad command line, checked first.
@@ -62,12 +64,22 @@ struct Options {
     bool fuse_relu = false;
     bool share_batch_norm_sums = false;
     std::uint64_t update_bucket_mib = 0;
+    std::string conv_api = "legacy";  // cuda::ConvApi by name
 };
 
-// The net as keys name it: <net>, <net>_fused, <net>_shared or <net>_fused_shared.
+// What every CudaTrainer of the run starts from: the convolution API.
+CudaRunOptions run_options(const Options& o) {
+    CudaRunOptions run;
+    run.conv_graph_api = o.conv_api == "graph";
+    return run;
+}
+
+// The net as keys name it: <net>, <net>_fused, <net>_shared or <net>_fused_shared,
+// then _bucketN and _graphapi as those options say.
 std::string key_name(const Options& o, const std::string& net) {
     return net + (o.fuse_relu ? "_fused" : "") + (o.share_batch_norm_sums ? "_shared" : "") +
-           (o.update_bucket_mib > 0 ? "_bucket" + std::to_string(o.update_bucket_mib) : "");
+           (o.update_bucket_mib > 0 ? "_bucket" + std::to_string(o.update_bucket_mib) : "") +
+           (o.conv_api == "graph" ? "_graphapi" : "");
 }
 
 // The command line, checked in full before anything asks for a GPU, so a
@@ -106,6 +118,10 @@ void add_options(CLI::App& app, Options& o) {
     app.add_option("--update-bucket-mib", o.update_bucket_mib,
                    "multi-tensor SGD buckets of this many MiB (keys <net>_bucketN; 0: per layer)")
         ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
+    app.add_option("--conv-api", o.conv_api,
+                   "cuDNN API of the convolutions: legacy calls or graph-API engines (keys <net>_graphapi)")
+        ->check(CLI::IsMember({"legacy", "graph"}))
+        ->capture_default_str();
 }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -116,10 +132,11 @@ struct Config {
 };
 
 // Mean iteration time (ms) of `plan` after a warm-up and one untimed iteration.
-double time_plan(const TrainingGraph& tg, const braid::Plan& plan, bool graph, std::uint32_t iterations,
+double time_plan(const Options& o, const TrainingGraph& tg, const braid::Plan& plan, bool graph,
                  const std::string& key) {
+    const std::uint32_t iterations = o.iterations;
     const auto t0 = Clock::now();
-    CudaRunOptions run;
+    CudaRunOptions run = run_options(o);
     run.graph_mode = graph;
     CudaTrainer trainer(tg, plan, run);
     trainer.warm_up();
@@ -136,9 +153,10 @@ double time_plan(const TrainingGraph& tg, const braid::Plan& plan, bool graph, s
 
 // Trains `plan` and serial side by side (graph mode, deterministic
 // algorithms) and compares every weight bit.
-bool check_bitwise(const TrainingGraph& tg, const braid::Plan& plan, const braid::Plan& serial, std::uint32_t iterations,
+bool check_bitwise(const Options& o, const TrainingGraph& tg, const braid::Plan& plan, const braid::Plan& serial,
                    const std::string& key) {
-    CudaRunOptions check;
+    const std::uint32_t iterations = o.check_iterations;
+    CudaRunOptions check = run_options(o);
     check.graph_mode = true;
     check.deterministic = true;
     check.split_granule = split_granule(plan, tg.graph);
@@ -171,7 +189,7 @@ braid::Plan tune_net(const Options& o, const TrainingGraph& tg, const braid::Dev
     request.max_streams = 16;
     request.mode = braid::LaunchMode::graph;
     request.calibration = braid::builtin_calibration(device);
-    CudaRunOptions run;
+    CudaRunOptions run = run_options(o);
     run.graph_mode = true;
     CudaTrainerTiming source(tg, run);
     const TuningOutcome t = tune_training_plan(tg, device, cuda_measured_on(tg.batch(), true), source, request,
@@ -239,10 +257,10 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
     fmt::print("{}_braid_streams: {}\n", prefix, braid_plan.stream_count());
     std::fflush(stdout);
 
-    const double serial_eager = time_plan(tg, serial, false, o.iterations, prefix + "_serial_eager");
-    const double serial_graph = time_plan(tg, serial, true, o.iterations, prefix + "_serial_graph");
-    const double nimble_graph = time_plan(tg, nimble, true, o.iterations, prefix + "_nimble_graph");
-    const double braid_graph = time_plan(tg, braid_plan, true, o.iterations, prefix + "_braid_graph");
+    const double serial_eager = time_plan(o, tg, serial, false, prefix + "_serial_eager");
+    const double serial_graph = time_plan(o, tg, serial, true, prefix + "_serial_graph");
+    const double nimble_graph = time_plan(o, tg, nimble, true, prefix + "_nimble_graph");
+    const double braid_graph = time_plan(o, tg, braid_plan, true, prefix + "_braid_graph");
     fmt::print("{}_serial_graph_speedup_vs_serial_eager: {:.3f}\n", prefix, serial_eager / serial_graph);
     fmt::print("{}_nimble_graph_speedup_vs_serial_eager: {:.3f}\n", prefix, serial_eager / nimble_graph);
     fmt::print("{}_braid_graph_speedup_vs_serial_eager: {:.3f}\n", prefix, serial_eager / braid_graph);
@@ -253,9 +271,9 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
     const braid::Plan tuned = tune_net(o, tg, device, prefix);
 
     // Bitwise: braid's plan and the tuned one against serial.
-    bool identical = check_bitwise(tg, braid_plan, serial, o.check_iterations, prefix + "_braid_graph");
+    bool identical = check_bitwise(o, tg, braid_plan, serial, prefix + "_braid_graph");
     if (tuned.steps != braid_plan.steps || tuned.waits != braid_plan.waits)
-        identical = check_bitwise(tg, tuned, serial, o.check_iterations, prefix + "_braid_tuned_graph") && identical;
+        identical = check_bitwise(o, tg, tuned, serial, prefix + "_braid_tuned_graph") && identical;
     return identical;
 }
 

@@ -75,6 +75,7 @@ struct Options {
     bool deterministic = false;  // cuda: deterministic cuDNN algorithms without --check too
     bool no_tf32 = false;        // cuda: FP32 convolutions and GEMMs
     bool heuristic_algorithms = false;
+    std::string conv_api = "legacy";  // cuda: legacy cuDNN calls or graph-API engines
     bool strategy_given = false;
     bool tune = false;             // measure braid's best plans here and train with the fastest
     std::uint32_t tune_top = 6;
@@ -85,6 +86,18 @@ struct Options {
     std::string profile_out;       // cuda: profile the training step (serial, eager) into this file first
     bool dry_run = false;          // make (or load) and check the plan, then exit
 };
+
+#if BRAID_SAMPLES_WITH_CUDA
+// The CUDA settings every trainer of the run shares (graph mode is the caller's).
+CudaRunOptions cuda_run_options(const Options& o) {
+    CudaRunOptions run;
+    run.deterministic = o.deterministic || o.check;
+    run.tf32 = !o.no_tf32;
+    run.heuristic_algorithms = o.heuristic_algorithms;
+    run.conv_graph_api = o.conv_api == "graph";
+    return run;
+}
+#endif
 
 // A usage error: message, exit status 2.
 struct UsageError {
@@ -210,9 +223,10 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
     // and the settings that change its kernels or its plans.
     std::string settings = fmt::format("{}; at most {} streams; planned for {}", label, o.max_streams, device.key);
     if (o.backend == "cuda")
-        settings += fmt::format("; {}, {} algorithms by {}", o.no_tf32 ? "FP32" : "TF32",
+        settings += fmt::format("; {}, {} algorithms by {}{}", o.no_tf32 ? "FP32" : "TF32",
                                 o.deterministic || o.check ? "deterministic" : "fastest",
-                                o.heuristic_algorithms ? "heuristics" : "cudnnFind");
+                                o.heuristic_algorithms ? "heuristics" : "cudnnFind",
+                                o.conv_api == "graph" ? ", convolutions on graph-API engines" : "");
     TuningRequest request;
     request.top = o.tune_top;
     request.budget_s = o.tune_budget_s;
@@ -227,11 +241,8 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
     std::optional<TuningOutcome> outcome;
 #if BRAID_SAMPLES_WITH_CUDA
     if (o.backend == "cuda") {
-        CudaRunOptions run;
+        CudaRunOptions run = cuda_run_options(o);
         run.graph_mode = o.mode == "graph";
-        run.deterministic = o.deterministic || o.check;
-        run.tf32 = !o.no_tf32;
-        run.heuristic_algorithms = o.heuristic_algorithms;
         CudaTrainerTiming source(tg, run);
         braid::MeasuredOn on = cuda_measured_on(tg.batch(), run.graph_mode);
         on.settings = settings;
@@ -285,10 +296,7 @@ int dry_run(const Options& o, const TrainingGraph& tg, const std::string& label)
 // (profile_cuda_training: serial plan, eager, CUPTI or CUDA events), with
 // this run's algorithms and math, written to the file before training.
 void profile_training_step(const Options& o, const TrainingGraph& tg, const std::string& label) {
-    CudaRunOptions run;
-    run.deterministic = o.deterministic || o.check;
-    run.tf32 = !o.no_tf32;
-    run.heuristic_algorithms = o.heuristic_algorithms;
+    const CudaRunOptions run = cuda_run_options(o);
     TrainingProfileRequest request;
     request.progress = braid::cli::ProgressBar();
     request.run.tool = "braid-train --profile-out";
@@ -393,10 +401,8 @@ int train(const Options& o) {
         CudaTrainRequest request;
         request.iterations = o.iterations;
         request.check = o.check;
+        request.run = cuda_run_options(o);  // --check makes it deterministic either way
         request.run.graph_mode = o.mode == "graph";
-        request.run.deterministic = o.deterministic;
-        request.run.tf32 = !o.no_tf32;
-        request.run.heuristic_algorithms = o.heuristic_algorithms;
         return run_cuda_training(tg, plan, request);
     }
 #endif
@@ -541,6 +547,10 @@ int main(int argc, char** argv) {
     app.add_flag("--no-tf32", o.no_tf32, "cuda: FP32 products in convolutions and GEMMs instead of TF32");
     app.add_flag("--heuristic-algorithms", o.heuristic_algorithms,
                  "cuda: cuDNN's heuristics choose convolution algorithms instead of timing them (cudnnFind)");
+    app.add_option("--conv-api", o.conv_api,
+                   "cuda: convolutions through cuDNN's legacy calls or its graph API's engines (docs/samples.md)")
+        ->check(CLI::IsMember({"legacy", "graph"}))
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     o.net_given = net->count() > 0;
     if (o.net_given && image->count() == 0) m.image = default_image(m.net);

@@ -17,6 +17,14 @@ std::string_view to_string(ConvPass p) noexcept {
     return "?";
 }
 
+std::string_view to_string(ConvApi a) noexcept {
+    switch (a) {
+        case ConvApi::legacy: return "legacy";
+        case ConvApi::graph: return "graph";
+    }
+    return "?";
+}
+
 AlgorithmCache& AlgorithmCache::process() {
     static AlgorithmCache cache;
     return cache;
@@ -49,7 +57,7 @@ std::vector<std::string> AlgorithmCache::describe() const {
     std::vector<std::string> out;
     for (const auto& [key, a] : choices_) {
         std::ostringstream s;
-        s << key << ": algo " << a.algo << " (math " << static_cast<int>(a.math) << ", " << a.workspace_bytes
+        s << key << (a.plan ? ": engine " : ": algo ") << a.algo << " (math " << static_cast<int>(a.math) << ", " << a.workspace_bytes
           << " bytes, " << (a.deterministic ? "deterministic" : "nondeterministic");
         if (a.time_ms >= 0.0f) s << ", " << a.time_ms << " ms";
         s << ")";

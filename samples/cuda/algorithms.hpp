@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,6 +19,11 @@
 #include <vector>
 
 namespace braid::samples::cuda {
+
+// Which cuDNN API runs convolutions: the legacy cudnnConvolution* calls and
+// their algorithm enums, or the graph API's engines (conv_engines.hpp).
+enum class ConvApi : std::uint8_t { legacy, graph };
+std::string_view to_string(ConvApi a) noexcept;
 
 enum class AlgorithmSearch : std::uint8_t {
     find,       // cudnnFind*AlgorithmEx, timed on the layer's own buffers the first time a problem runs eagerly
@@ -46,17 +52,25 @@ struct LayerOptions {
     // kernels for another image count; split_granule(plan) gives the g a
     // plan needs.
     std::uint32_t split_granule = 0;
+    ConvApi conv_api = ConvApi::legacy;
+    // Graph API: how many of the heuristics' allowed engines a search times
+    // (each finalizes a plan, which may compile a kernel at run time).
+    std::uint32_t engine_trials = 6;
 };
 
 enum class ConvPass : std::uint8_t { forward, backward_data, backward_filter };
 std::string_view to_string(ConvPass p) noexcept;
 
+// A finalized execution plan of cuDNN's graph API (conv_engines.cpp).
+class GraphConvPlan;
+
 struct ConvAlgorithm {
-    int algo = 0;  // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+    int algo = 0;  // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t; with a plan, the engine's global index
     cudnnMathType_t math = CUDNN_FMA_MATH;
     std::size_t workspace_bytes = 0;
     bool deterministic = false;
-    float time_ms = -1.0f;  // cudnnFind's measurement; -1 from heuristics
+    float time_ms = -1.0f;  // cudnnFind's measurement (the engine's, timed); -1 from heuristics
+    std::shared_ptr<const GraphConvPlan> plan;  // graph API only: what runs
 };
 
 // Problem key -> chosen algorithm. Thread-safe; the first choice stored for
@@ -71,7 +85,8 @@ public:
     ConvAlgorithm insert(const std::string& key, const ConvAlgorithm& a);
     std::size_t size() const;
     void clear();
-    // "key: algo N (math M, W bytes, deterministic|nondeterministic, T ms)" lines.
+    // "key: algo N (math M, W bytes, deterministic|nondeterministic, T ms)"
+    // lines; "engine N (...)" for the graph API's choices.
     std::vector<std::string> describe() const;
 
 private:

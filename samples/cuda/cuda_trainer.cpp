@@ -44,6 +44,7 @@ struct CudaTrainer::Impl {
         m.layers.search = o.heuristic_algorithms ? cuda::AlgorithmSearch::heuristic : cuda::AlgorithmSearch::find;
         m.layers.workspace_limit_bytes = o.conv_workspace_limit_bytes;
         m.layers.split_granule = o.split_granule;
+        m.layers.conv_api = o.conv_graph_api ? cuda::ConvApi::graph : cuda::ConvApi::legacy;
         return m;
     }
     static braid::CudaBackendOptions backend_options(const CudaRunOptions& o) {
@@ -115,6 +116,9 @@ TrainingProfile CudaTrainer::profile(const TrainingProfileRequest& request) {
     po.progress = request.progress;
     braid::ProfileRun run = request.run;
     run.plan = m.strategy;
+    // Which cuDNN API ran the convolutions: their kernels (and so the
+    // calibration a profile gives) differ. Legacy profiles keep their settings.
+    if (m.options.conv_graph_api) run.settings["conv_api"] = std::string("graph");
     braid::profiler::CudaProfileResult r = braid::profiler::profile_executor(
         *m.executor, braid::cuda::device_spec_from_cuda(m.backend.device()), std::move(run), po);
     TrainingProfile out;
@@ -173,9 +177,11 @@ int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const
         run.deterministic = true;
         run.split_granule = split_granule(plan, graph.graph);
     }
-    fmt::print("cuda backend: {}; {} mode; {} cuDNN algorithms ({}), {}{}\n", cuda_device_description(),
+    fmt::print("cuda backend: {}; {} mode; {} cuDNN {}, {}{}\n", cuda_device_description(),
                run.graph_mode ? "graph" : "eager", run.deterministic ? "deterministic" : "fastest",
-               run.heuristic_algorithms ? "heuristics" : "cudnnFind", run.tf32 ? "TF32" : "FP32 (no TF32)",
+               run.conv_graph_api ? fmt::format("graph-API engines ({})", run.heuristic_algorithms ? "heuristics" : "timed")
+                                  : fmt::format("algorithms ({})", run.heuristic_algorithms ? "heuristics" : "cudnnFind"),
+               run.tf32 ? "TF32" : "FP32 (no TF32)",
                run.split_granule > 0 ? fmt::format(", library calls in chunks of {} images", run.split_granule)
                                      : std::string());
     std::fflush(stdout);

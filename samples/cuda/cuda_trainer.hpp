@@ -32,6 +32,9 @@ struct CudaRunOptions {
     bool deterministic = false;  // only deterministic cuDNN algorithms
     bool tf32 = true;            // TF32 tensor cores in convolutions and GEMMs
     bool heuristic_algorithms = false;  // cuDNN's heuristics instead of timing algorithms with cudnnFind
+    // Convolutions on cuDNN's graph-API engines (cuda::ConvApi::graph)
+    // instead of the legacy cudnnConvolution* calls.
+    bool conv_graph_api = false;
     std::uint32_t split_granule = 0;    // see cuda::LayerOptions::split_granule
     // Each lane's own cuDNN workspace (CudaBackendOptions::cudnn_workspace_bytes);
     // an algorithm that wants more takes it from the lane's scratch.

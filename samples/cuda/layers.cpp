@@ -7,6 +7,7 @@
 #include "braid/cuda/cublas.hpp"
 #include "braid/cuda/cudnn.hpp"
 #include "braid/cuda/error.hpp"
+#include "cuda/conv_engines.hpp"
 
 namespace braid::samples::cuda {
 
@@ -115,9 +116,10 @@ std::size_t CudaConv::scratch_bytes() const {
                               : 0;
 }
 
+template <class Choose>
 const ConvAlgorithm& CudaConv::algorithm(CudaLane& lane, ConvPass pass, std::uint32_t images, std::uint64_t x_stride,
-                                         std::uint64_t y_stride, const ConvProblem& problem) {
-    const auto local = std::make_tuple(pass, images, x_stride, y_stride);
+                                         std::uint64_t y_stride, std::int64_t alignment, Choose&& choose) {
+    const auto local = std::make_tuple(pass, images, x_stride, y_stride, alignment);
     if (auto it = chosen_.find(local); it != chosen_.end()) return it->second;
     const ConvConfig& c = layer_.config;
     std::ostringstream key;
@@ -125,28 +127,62 @@ const ConvAlgorithm& CudaConv::algorithm(CudaLane& lane, ConvPass pass, std::uin
         << layer_.in.w << "/" << x_stride << " k=" << c.out_channels << " rs=" << to_string(c.kernel) << " pad=" << to_string(c.pad)
         << " stride=" << c.stride << " groups=" << c.groups << " y/" << y_stride << (options_.tf32 ? " tf32" : " fp32")
         << (options_.deterministic ? " deterministic" : " any") << " ws<=" << options_.workspace_limit_bytes;
+    if (options_.conv_api == ConvApi::graph) key << " graph-api align=" << alignment;
     AlgorithmCache& cache = AlgorithmCache::process();
     std::optional<ConvAlgorithm> a = cache.lookup(key.str());
     if (!a) {
-        ConvProblem p = problem;
-        std::size_t budget = options_.workspace_limit_bytes;
-        braid::cuda::DeviceBuffer search;
-        if (options_.search != AlgorithmSearch::find || capturing(lane.stream)) {
-            // During capture nothing may run or be allocated: cuDNN's heuristics choose instead.
-            p.out_data = nullptr;
-        } else {
+        Search search{.budget = options_.workspace_limit_bytes};
+        braid::cuda::DeviceBuffer buffer;
+        // During capture nothing may run or be allocated: cuDNN's heuristics choose instead.
+        if (options_.search == AlgorithmSearch::find && !capturing(lane.stream)) {
             std::size_t free = 0, total = 0;
             braid::cuda::check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
-            search = search_workspace(workspace_budget(options_.workspace_limit_bytes, free));
-            budget = search.bytes();
-            p.workspace = search.get();
-            p.workspace_bytes = search.bytes();
+            buffer = search_workspace(workspace_budget(options_.workspace_limit_bytes, free));
+            search = Search{true, buffer.get(), buffer.bytes(), buffer.bytes()};
         }
-        const ConvAlgorithm chosen = choose_conv_algorithm(lane.cudnn, pass, p, options_, name_, budget);
-        (void)cudaGetLastError();  // cudnnFind may leave a failed trial's status behind
+        const ConvAlgorithm chosen = choose(search);
+        (void)cudaGetLastError();  // a search may leave a failed trial's status behind
         a = cache.insert(key.str(), chosen);
     }
     return chosen_.emplace(local, *a).first->second;
+}
+
+const ConvAlgorithm& CudaConv::legacy_algorithm(CudaLane& lane, ConvPass pass, std::uint32_t images,
+                                                std::uint64_t x_stride, std::uint64_t y_stride,
+                                                const ConvProblem& problem) {
+    return algorithm(lane, pass, images, x_stride, y_stride, 0, [&](const Search& search) {
+        ConvProblem p = problem;
+        if (!search.can_time) p.out_data = nullptr;  // heuristics
+        p.workspace = search.workspace;
+        p.workspace_bytes = search.bytes;
+        return choose_conv_algorithm(lane.cudnn, pass, p, options_, name_, search.budget);
+    });
+}
+
+void CudaConv::run_engine(CudaLane& lane, ConvPass pass, std::uint32_t n, const float* x, std::uint64_t x_stride,
+                          const float* w, const float* y, std::uint64_t y_stride) {
+    const std::int64_t alignment = common_alignment({x, w, y});
+    const ConvAlgorithm& a = algorithm(lane, pass, n, x_stride, y_stride, alignment, [&](const Search& search) {
+        const ConvConfig& c = layer_.config;
+        GraphConvProblem p;
+        p.x = activation_shape(n, layer_.in.c, layer_.in.h, layer_.in.w, x_stride);
+        p.w = filter_shape(c.out_channels, layer_.in.c / c.groups, c.kernel.h, c.kernel.w);
+        p.y = activation_shape(n, layer_.out.c, layer_.out.h, layer_.out.w, y_stride);
+        p.pad = {c.pad.h, c.pad.w};
+        p.stride = {c.stride, c.stride};
+        p.alignment = alignment;
+        if (search.can_time) {
+            p.x_data = x;
+            p.w_data = w;
+            p.y_data = y;
+            p.workspace = search.workspace;
+            p.workspace_bytes = search.bytes;
+        }
+        return choose_conv_engine(lane.cudnn, lane.stream, pass, p, options_, name_, search.budget);
+    });
+    const auto [ws, ws_bytes] = workspace(lane, a, "cudnnBackendExecute");
+    (void)ws_bytes;
+    execute_conv_plan(lane.cudnn, *a.plan, x, w, y, ws);
 }
 
 std::pair<void*, std::size_t> CudaConv::workspace(CudaLane& lane, const ConvAlgorithm& a, const char* call) const {
@@ -154,7 +190,8 @@ std::pair<void*, std::size_t> CudaConv::workspace(CudaLane& lane, const ConvAlgo
     try {
         return {lane.scratch.allocate(a.workspace_bytes), a.workspace_bytes};
     } catch (const braid::Error& e) {
-        throw braid::Error("convolution '" + name_ + "': " + call + " with algorithm " + std::to_string(a.algo) +
+        throw braid::Error("convolution '" + name_ + "': " + call + (a.plan ? " with engine " : " with algorithm ") +
+                           std::to_string(a.algo) +
                            " needs " + std::to_string(a.workspace_bytes) + " bytes of cuDNN workspace, more than lane " +
                            std::to_string(lane.index) + "'s own " + std::to_string(lane.cudnn_workspace_bytes) +
                            ", and the lane's scratch cannot hold them: " + e.what() + free_memory_note());
@@ -171,8 +208,13 @@ void CudaConv::forward(CudaLane& lane, ConstDeviceView x, const float* weight, c
         cudnnTensorDescriptor_t yd = tensors_.get(n, image_shape(layer_.out), y.image_stride);
         const float* xp = x.image(r.begin);
         float* yp = y.image(r.begin);
+        if (options_.conv_api == ConvApi::graph) {
+            run_engine(lane, ConvPass::forward, n, xp, x.image_stride, weight, yp, y.image_stride);
+            if (bias) check_launch(launch_bias_add(images_of(y, r), bias, lane.stream), "convolution '" + name_ + "' bias");
+            return;
+        }
         const ConvProblem problem{xd, filter_.get(), conv_.get(), yd, xp, weight, nullptr, yp};
-        const ConvAlgorithm& a = algorithm(lane, ConvPass::forward, n, x.image_stride, y.image_stride, problem);
+        const ConvAlgorithm& a = legacy_algorithm(lane, ConvPass::forward, n, x.image_stride, y.image_stride, problem);
         const auto [ws, ws_bytes] = workspace(lane, a, "cudnnConvolutionForward");
         // conv_ is shared by every lane: setting its math type right before
         // the call is safe because CudaBackend issues every body from one thread.
@@ -195,9 +237,13 @@ void CudaConv::backward_data(CudaLane& lane, ConstDeviceView dy, const float* we
         cudnnTensorDescriptor_t dyd = tensors_.get(n, image_shape(layer_.out), dy.image_stride);
         const float* dyp = dy.image(r.begin);
         float* dxp = dx.image(r.begin);
+        if (options_.conv_api == ConvApi::graph) {
+            run_engine(lane, ConvPass::backward_data, n, dxp, dx.image_stride, weight, dyp, dy.image_stride);
+            return;
+        }
         const ConvProblem problem{dxd, filter_.get(), conv_.get(), dyd, nullptr, weight, dyp, dxp};
         const ConvAlgorithm& a =
-            algorithm(lane, ConvPass::backward_data, n, dx.image_stride, dy.image_stride, problem);
+            legacy_algorithm(lane, ConvPass::backward_data, n, dx.image_stride, dy.image_stride, problem);
         const auto [ws, ws_bytes] = workspace(lane, a, "cudnnConvolutionBackwardData");
         braid::cuda::check(cudnnSetConvolutionMathType(conv_.get(), a.math), "cudnnSetConvolutionMathType");
         braid::cuda::check(cudnnConvolutionBackwardData(lane.cudnn, &one, filter_.get(), weight, dyd, dyp, conv_.get(),
@@ -209,16 +255,21 @@ void CudaConv::backward_data(CudaLane& lane, ConstDeviceView dy, const float* we
 
 void CudaConv::backward_weight(CudaLane& lane, ConstDeviceView x, ConstDeviceView dy, float* dweight, float* dbias) {
     const std::uint32_t n = layer_.in.n;
-    cudnnTensorDescriptor_t xd = tensors_.get(n, image_shape(layer_.in), x.image_stride);
-    cudnnTensorDescriptor_t dyd = tensors_.get(n, image_shape(layer_.out), dy.image_stride);
-    const ConvProblem problem{xd, filter_.get(), conv_.get(), dyd, x.data, nullptr, dy.data, dweight};
-    const ConvAlgorithm& a = algorithm(lane, ConvPass::backward_filter, n, x.image_stride, dy.image_stride, problem);
-    const auto [ws, ws_bytes] = workspace(lane, a, "cudnnConvolutionBackwardFilter");
-    braid::cuda::check(cudnnSetConvolutionMathType(conv_.get(), a.math), "cudnnSetConvolutionMathType");
-    braid::cuda::check(cudnnConvolutionBackwardFilter(lane.cudnn, &one, xd, x.data, dyd, dy.data, conv_.get(),
-                                                      static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), ws,
-                                                      ws_bytes, &zero, filter_.get(), dweight),
-                       "cudnnConvolutionBackwardFilter");
+    if (options_.conv_api == ConvApi::graph) {
+        run_engine(lane, ConvPass::backward_filter, n, x.data, x.image_stride, dweight, dy.data, dy.image_stride);
+    } else {
+        cudnnTensorDescriptor_t xd = tensors_.get(n, image_shape(layer_.in), x.image_stride);
+        cudnnTensorDescriptor_t dyd = tensors_.get(n, image_shape(layer_.out), dy.image_stride);
+        const ConvProblem problem{xd, filter_.get(), conv_.get(), dyd, x.data, nullptr, dy.data, dweight};
+        const ConvAlgorithm& a =
+            legacy_algorithm(lane, ConvPass::backward_filter, n, x.image_stride, dy.image_stride, problem);
+        const auto [ws, ws_bytes] = workspace(lane, a, "cudnnConvolutionBackwardFilter");
+        braid::cuda::check(cudnnSetConvolutionMathType(conv_.get(), a.math), "cudnnSetConvolutionMathType");
+        braid::cuda::check(cudnnConvolutionBackwardFilter(lane.cudnn, &one, xd, x.data, dyd, dy.data, conv_.get(),
+                                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), ws,
+                                                          ws_bytes, &zero, filter_.get(), dweight),
+                           "cudnnConvolutionBackwardFilter");
+    }
     if (dbias) {
         double* scratch = scratch_doubles(lane, scratch_bytes());
         check_launch(launch_channel_sum(images_of(dy, whole_batch(layer_.out)), dbias, scratch, lane.stream),

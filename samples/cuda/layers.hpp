@@ -7,8 +7,10 @@
 // CUDA graph. Splittable passes take the ImageRange of the body's part and
 // touch only those images.
 //
-//   convolution       cuDNN forward / backward data / backward filter, an own
-//                     bias-add and a deterministic bias-gradient reduction
+//   convolution       cuDNN forward / backward data / backward filter (the
+//                     legacy calls, or the graph API's engines:
+//                     LayerOptions::conv_api), an own bias-add and a
+//                     deterministic bias-gradient reduction
 //   fully connected   cuBLAS GEMMs (cublasGemmEx), own bias kernels
 //   max/avg pooling   cuDNN where its floor rounding gives the layer's
 //                     output size (and the divisor: count_include_pad),
@@ -79,8 +81,24 @@ public:
     std::size_t scratch_bytes() const;
 
 private:
+    // Where a choice may look: timed on buffers (workspace of `bytes`) or by heuristics.
+    struct Search {
+        bool can_time = false;
+        void* workspace = nullptr;
+        std::size_t bytes = 0;
+        std::size_t budget = 0;  // the most workspace the choice may take
+    };
+    // The choice for a call, made once per problem (AlgorithmCache): by
+    // `choose(Search)` the first time the process meets the problem.
+    template <class Choose>
     const ConvAlgorithm& algorithm(CudaLane& lane, ConvPass pass, std::uint32_t images, std::uint64_t x_stride,
-                                   std::uint64_t y_stride, const ConvProblem& problem);
+                                   std::uint64_t y_stride, std::int64_t alignment, Choose&& choose);
+    const ConvAlgorithm& legacy_algorithm(CudaLane& lane, ConvPass pass, std::uint32_t images,
+                                          std::uint64_t x_stride, std::uint64_t y_stride, const ConvProblem& problem);
+    // One pass through cuDNN's graph API (LayerOptions::conv_api graph): x,
+    // w, y are x or dx, w or dw, y or dy, images [0, n) of the call.
+    void run_engine(CudaLane& lane, ConvPass pass, std::uint32_t n, const float* x, std::uint64_t x_stride,
+                    const float* w, const float* y, std::uint64_t y_stride);
     // The workspace a call with `a` runs in: the lane's cuDNN workspace, or
     // lane scratch when `a` wants more (an error naming the layer when the
     // lane cannot get it).
@@ -92,7 +110,7 @@ private:
     FilterDescriptor filter_;
     ConvDescriptor conv_;
     DescriptorCache tensors_;
-    std::map<std::tuple<ConvPass, std::uint32_t, std::uint64_t, std::uint64_t>, ConvAlgorithm> chosen_;
+    std::map<std::tuple<ConvPass, std::uint32_t, std::uint64_t, std::uint64_t, std::int64_t>, ConvAlgorithm> chosen_;
 };
 
 // ---------------------------------------------------------------- fully connected

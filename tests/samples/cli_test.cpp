@@ -77,6 +77,7 @@ TEST_CASE("braid-train rejects bad arguments with a clear error") {
                 "smallest image inception_v3 accepts is 299x299 (75x75 without the auxiliary classifiers)");
     check_fails("--net inception_v3 --no-aux --image 64 --summary", "the smallest image inception_v3 accepts is 75x75");
     check_fails("--net resnet18 --backend tpu", "--backend: tpu not in {host,cuda}");
+    check_fails("--net resnet18 --conv-api cudnn8", "--conv-api: cudnn8 not in {legacy,graph}");
     check_fails("--net resnet18 --mode graph " + tiny, "--mode graph");
     check_fails("--net resnet18 --strategy fastest " + tiny, "--strategy 'fastest' is neither");
     check_fails("--net resnet18 --strategy /nonexistent/plan.json " + tiny, "plan file '/nonexistent/plan.json' does not exist");
@@ -382,6 +383,7 @@ TEST_CASE("bench-gpu-train refuses bad options before it looks for a GPU") {
     const Run help = bench("--help");
     CHECK(help.status == 0);
     CHECK(help.output.find("--update-bucket-mib") != std::string::npos);
+    CHECK(help.output.find("--conv-api") != std::string::npos);
     for (const auto& [args, expected] : std::map<std::string, std::string>{
              {"--nets resnet50,vgg16", "--nets: vgg16 not in"},
              {"--batches 8,0", "--batches"},
@@ -390,6 +392,7 @@ TEST_CASE("bench-gpu-train refuses bad options before it looks for a GPU") {
              {"--fuse-relu 2", "--fuse-relu"},
              {"--share-bn-sums yes", "--share-bn-sums"},
              {"--update-bucket-mib 1073741825", "--update-bucket-mib"},
+             {"--conv-api frontend", "--conv-api: frontend not in {legacy,graph}"},
              {"--width-scale -1", "--width-scale"},
              {"--frobnicate 1", "--frobnicate"},
              {"--nets", "--nets"}}) {

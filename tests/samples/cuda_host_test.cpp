@@ -1,12 +1,14 @@
 // Host logic of the CUDA samples, run without a device (suite 'cpu'): how
-// much cuDNN workspace an algorithm may ask for, and the process-wide
-// algorithm cache that keeps two models' choices the same.
+// much cuDNN workspace an algorithm may ask for, the process-wide
+// algorithm cache that keeps two models' choices the same, and how the
+// graph-API path describes a convolution and chooses among engines.
 #include <doctest/doctest.h>
 
 #include <cstddef>
 #include <string>
 
 #include "cuda/algorithms.hpp"
+#include "cuda/conv_engines.hpp"
 
 using namespace braid::samples::cuda;
 
@@ -59,6 +61,105 @@ TEST_CASE("the algorithm cache keeps the first choice for a problem") {
     CHECK(cache.describe()[0].find("deterministic") != std::string::npos);
     cache.clear();
     CHECK(cache.size() == 0);
+}
+
+TEST_CASE("graph-API tensors: NCHW dims and strides, a concat slice's image stride, grouped filters") {
+    const BackendTensorShape dense = activation_shape(32, 64, 56, 56, 64 * 56 * 56);
+    CHECK(dense.dims == std::array<std::int64_t, 4>{32, 64, 56, 56});
+    CHECK(dense.strides == std::array<std::int64_t, 4>{64 * 56 * 56, 56 * 56, 56, 1});
+    // GoogLeNet's inception_3a/1x1 writes 64 of the concat's 256 channels.
+    const BackendTensorShape slice = activation_shape(32, 64, 28, 28, 256 * 28 * 28);
+    CHECK(slice.strides[0] == 256 * 28 * 28);
+    CHECK(slice.strides[1] == 28 * 28);
+    // Inception-v3's 1x7: rectangular filters; two groups of 4 input channels each.
+    const BackendTensorShape filter = filter_shape(6, 4, 1, 7);
+    CHECK(filter.dims == std::array<std::int64_t, 4>{6, 4, 1, 7});
+    CHECK(filter.strides == std::array<std::int64_t, 4>{28, 7, 7, 1});
+    // Sizes past 32 bits stay exact.
+    CHECK(activation_shape(1, 1, 70000, 70000, 4'900'000'000ULL).strides[1] == 4'900'000'000LL);
+}
+
+TEST_CASE("graph-API alignment: the largest power of two up to 16 dividing every pointer") {
+    alignas(16) static float buffer[64];
+    CHECK(common_alignment({buffer, buffer + 4, buffer + 8}) == 16);
+    CHECK(common_alignment({buffer, buffer + 2}) == 8);
+    CHECK(common_alignment({buffer + 1, buffer + 4}) == 4);
+    CHECK(common_alignment({buffer, nullptr}) == 16);  // null pointers say nothing
+    CHECK(common_alignment({}) == 16);
+    const char* bytes = reinterpret_cast<const char*>(buffer);
+    CHECK(common_alignment({bytes + 1}) == 1);
+    CHECK(common_alignment({bytes + 6}) == 2);
+}
+
+namespace {
+
+EngineCandidate engine(std::int64_t index, std::vector<cudnnBackendNumericalNote_t> notes, std::size_t workspace,
+                       float ms = -1.0f) {
+    EngineCandidate c;
+    c.engine = index;
+    c.notes = std::move(notes);
+    c.workspace_bytes = workspace;
+    c.time_ms = ms;
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("graph-API engine choice: the options' filters, the budget, then the fastest timed or the heuristics' first") {
+    LayerOptions exact;  // deterministic, no TF32
+    exact.tf32 = false;
+    LayerOptions fast;
+    fast.deterministic = false;
+    fast.tf32 = true;
+    const EngineCandidate tensor = engine(10, {CUDNN_NUMERICAL_NOTE_TENSOR_CORE}, 4 * mib);
+    const EngineCandidate racy = engine(11, {CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC}, 0);
+    const EngineCandidate fp16 = engine(12, {CUDNN_NUMERICAL_NOTE_TENSOR_CORE,
+                                             CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS}, 0);
+    const EngineCandidate half_sum = engine(13, {CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION}, 0);
+    const EngineCandidate big = engine(14, {}, 2 * gib);
+    const EngineCandidate plain = engine(15, {}, mib);
+    EngineCandidate broken = engine(16, {}, 0);
+    broken.built = false;
+
+    CHECK(engine_rejection(tensor, exact, gib).find("tensor cores") != std::string::npos);
+    CHECK(engine_rejection(tensor, fast, gib).empty());
+    CHECK(engine_rejection(racy, exact, gib) == "nondeterministic");
+    CHECK(engine_rejection(racy, fast, gib).empty());
+    CHECK(engine_rejection(fp16, exact, gib).find("tensor cores") != std::string::npos);
+    CHECK(engine_rejection(fp16, fast, gib) == "down-converts its inputs");  // FP16/BF16 inputs: never
+    CHECK(engine_rejection(half_sum, fast, gib).find("reduced precision") != std::string::npos);
+    CHECK(engine_rejection(big, fast, gib).find("2147483648 bytes") != std::string::npos);
+    CHECK(engine_rejection(plain, exact, mib).empty());
+    CHECK(engine_rejection(plain, exact, mib - 1).find("over the") != std::string::npos);
+    CHECK(engine_rejection(broken, fast, gib).find("did not build") != std::string::npos);
+
+    // Heuristics only (untimed): the first allowed in the heuristics' order.
+    const std::vector<EngineCandidate> untimed{tensor, racy, big, plain};
+    REQUIRE(pick_engine(untimed, exact, gib));
+    CHECK(*pick_engine(untimed, exact, gib) == 3);
+    CHECK(*pick_engine(untimed, fast, gib) == 0);
+    CHECK_FALSE(pick_engine({tensor, racy, half_sum, broken}, exact, gib));
+    CHECK_FALSE(pick_engine({}, fast, gib));
+
+    // Timed: the fastest allowed one; a faster forbidden one does not count; ties keep the earlier.
+    const std::vector<EngineCandidate> timed{engine(1, {}, 0, 0.9f), engine(2, {CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC}, 0, 0.1f),
+                                             engine(3, {CUDNN_NUMERICAL_NOTE_TENSOR_CORE}, 0, 0.3f),
+                                             engine(4, {}, 0, 0.5f), engine(5, {}, 0, 0.5f), engine(6, {}, 0)};
+    CHECK(*pick_engine(timed, exact, gib) == 3);
+    CHECK(*pick_engine(timed, fast, gib) == 1);
+    // A candidate timed beside untimed ones wins over the heuristics' first.
+    CHECK(*pick_engine({engine(7, {}, 0), engine(8, {}, 0, 2.0f)}, exact, gib) == 1);
+
+    CHECK(describe(tensor) == "engine 10 (tensor-core, 4.0 MiB)");
+    CHECK(describe(engine(2, {CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC}, 0, 0.25f)) ==
+          "engine 2 (nondeterministic, 0.0 MiB, 0.25 ms)");
+}
+
+TEST_CASE("the convolution API has names for messages and keys") {
+    CHECK(to_string(ConvApi::legacy) == "legacy");
+    CHECK(to_string(ConvApi::graph) == "graph");
+    CHECK(LayerOptions{}.conv_api == ConvApi::legacy);
+    CHECK(LayerOptions{}.engine_trials > 0);
 }
 
 }  // TEST_SUITE

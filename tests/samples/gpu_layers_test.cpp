@@ -32,13 +32,16 @@ namespace {
 constexpr double library_tol = 1e-4;
 constexpr double reduction_tol = 1e-5;
 
-cuda::LayerOptions exact_options(std::uint32_t granule = 0) {
+cuda::LayerOptions exact_options(std::uint32_t granule = 0, cuda::ConvApi api = cuda::ConvApi::legacy) {
     cuda::LayerOptions o;
     o.deterministic = true;
     o.tf32 = false;
     o.split_granule = granule;
+    o.conv_api = api;
     return o;
 }
+
+constexpr cuda::ConvApi conv_apis[] = {cuda::ConvApi::legacy, cuda::ConvApi::graph};
 
 template <class T>
 TensorView<const T> cv(const std::vector<T>& v, Shape4 s) {
@@ -53,76 +56,79 @@ TensorView<T> mv(std::vector<T>& v, Shape4 s) {
 
 TEST_SUITE("gpu") {
 
-TEST_CASE("convolution (cuDNN): forward, backward data and weight match the reference, rectangular kernels too; a strided output slice") {
+TEST_CASE("convolution (cuDNN legacy calls and graph-API engines): forward, backward data and weight match the reference, rectangular kernels too; a strided output slice") {
     TestLane lane;
-    struct Case {
-        Shape4 in;
-        ConvConfig cfg;
-    };
-    const Case cases[] = {
-        {{3, 5, 9, 9}, {.out_channels = 4, .kernel = 3, .stride = 2, .pad = 1, .groups = 1, .bias = true}},
-        {{2, 6, 7, 7}, {.out_channels = 8, .kernel = 1, .stride = 1, .pad = 0, .groups = 1, .bias = false}},
-        {{2, 4, 8, 8}, {.out_channels = 6, .kernel = 5, .stride = 1, .pad = 2, .groups = 2, .bias = true}},
-        // Inception-v3's rectangular kernels: per-dimension filter sizes and pads in cuDNN's descriptors.
-        {{2, 4, 6, 11}, {.out_channels = 5, .kernel = {1, 7}, .stride = 1, .pad = {0, 3}, .groups = 1, .bias = false}},
-        {{2, 4, 11, 6}, {.out_channels = 6, .kernel = {7, 1}, .stride = 2, .pad = {3, 0}, .groups = 2, .bias = true}},
-        {{3, 6, 5, 5}, {.out_channels = 4, .kernel = {3, 1}, .stride = 1, .pad = {1, 0}, .groups = 1, .bias = false}},
-    };
-    for (const Case& c : cases) {
-        const Conv2d layer(c.in, c.cfg);
-        CAPTURE(to_string(c.in));
-        CAPTURE(to_string(c.cfg.kernel));
-        CAPTURE(to_string(c.cfg.pad));
-        const Shape4 out = layer.out;
-        const auto x = random_values<double>(c.in.elements(), 1);
-        const auto w = random_values<double>(layer.weight_elements(), 2);
-        const auto b = random_values<double>(c.cfg.out_channels, 3);
-        const auto dy = random_values<double>(out.elements(), 4);
-        std::vector<double> y(out.elements()), dx(c.in.elements()), dw(w.size()), db(b.size());
-        conv_forward<double>(layer, cv(x, c.in), w.data(), c.cfg.bias ? b.data() : nullptr, mv(y, out),
-                             whole_batch(c.in));
-        conv_backward_data<double>(layer, cv(dy, out), w.data(), mv(dx, c.in), whole_batch(c.in));
-        conv_backward_weight<double>(layer, cv(x, c.in), cv(dy, out), dw.data(), c.cfg.bias ? db.data() : nullptr);
+    for (const cuda::ConvApi api : conv_apis) {
+        CAPTURE(to_string(api));
+        struct Case {
+            Shape4 in;
+            ConvConfig cfg;
+        };
+        const Case cases[] = {
+            {{3, 5, 9, 9}, {.out_channels = 4, .kernel = 3, .stride = 2, .pad = 1, .groups = 1, .bias = true}},
+            {{2, 6, 7, 7}, {.out_channels = 8, .kernel = 1, .stride = 1, .pad = 0, .groups = 1, .bias = false}},
+            {{2, 4, 8, 8}, {.out_channels = 6, .kernel = 5, .stride = 1, .pad = 2, .groups = 2, .bias = true}},
+            // Inception-v3's rectangular kernels: per-dimension filter sizes and pads in cuDNN's descriptors.
+            {{2, 4, 6, 11}, {.out_channels = 5, .kernel = {1, 7}, .stride = 1, .pad = {0, 3}, .groups = 1, .bias = false}},
+            {{2, 4, 11, 6}, {.out_channels = 6, .kernel = {7, 1}, .stride = 2, .pad = {3, 0}, .groups = 2, .bias = true}},
+            {{3, 6, 5, 5}, {.out_channels = 4, .kernel = {3, 1}, .stride = 1, .pad = {1, 0}, .groups = 1, .bias = false}},
+        };
+        for (const Case& c : cases) {
+            const Conv2d layer(c.in, c.cfg);
+            CAPTURE(to_string(c.in));
+            CAPTURE(to_string(c.cfg.kernel));
+            CAPTURE(to_string(c.cfg.pad));
+            const Shape4 out = layer.out;
+            const auto x = random_values<double>(c.in.elements(), 1);
+            const auto w = random_values<double>(layer.weight_elements(), 2);
+            const auto b = random_values<double>(c.cfg.out_channels, 3);
+            const auto dy = random_values<double>(out.elements(), 4);
+            std::vector<double> y(out.elements()), dx(c.in.elements()), dw(w.size()), db(b.size());
+            conv_forward<double>(layer, cv(x, c.in), w.data(), c.cfg.bias ? b.data() : nullptr, mv(y, out),
+                                 whole_batch(c.in));
+            conv_backward_data<double>(layer, cv(dy, out), w.data(), mv(dx, c.in), whole_batch(c.in));
+            conv_backward_weight<double>(layer, cv(x, c.in), cv(dy, out), dw.data(), c.cfg.bias ? db.data() : nullptr);
 
-        const DeviceVector<float> gx(to_float(x)), gw(to_float(w)), gb(to_float(b)), gdy(to_float(dy));
-        DeviceVector<float> gy(out.elements()), gdx(c.in.elements()), gdw(w.size()), gdb(b.size());
-        cuda::CudaConv conv("conv", layer, exact_options());
-        conv.forward(lane(), gx.view(c.in), gw.get(), c.cfg.bias ? gb.get() : nullptr, gy.view(out),
-                     whole_batch(c.in));
-        conv.backward_data(lane(), gdy.view(out), gw.get(), gdx.view(c.in), whole_batch(c.in));
-        conv.backward_weight(lane(), gx.view(c.in), gdy.view(out), gdw.get(), c.cfg.bias ? gdb.get() : nullptr);
-        check_close(gy.host(), y, library_tol, "conv forward");
-        check_close(gdx.host(), dx, library_tol, "conv backward data");
-        check_close(gdw.host(), dw, library_tol, "conv backward weight");
-        if (c.cfg.bias) check_close(gdb.host(), db, library_tol, "conv bias gradient");
+            const DeviceVector<float> gx(to_float(x)), gw(to_float(w)), gb(to_float(b)), gdy(to_float(dy));
+            DeviceVector<float> gy(out.elements()), gdx(c.in.elements()), gdw(w.size()), gdb(b.size());
+            cuda::CudaConv conv("conv", layer, exact_options(0, api));
+            conv.forward(lane(), gx.view(c.in), gw.get(), c.cfg.bias ? gb.get() : nullptr, gy.view(out),
+                         whole_batch(c.in));
+            conv.backward_data(lane(), gdy.view(out), gw.get(), gdx.view(c.in), whole_batch(c.in));
+            conv.backward_weight(lane(), gx.view(c.in), gdy.view(out), gdw.get(), c.cfg.bias ? gdb.get() : nullptr);
+            check_close(gy.host(), y, library_tol, "conv forward");
+            check_close(gdx.host(), dx, library_tol, "conv backward data");
+            check_close(gdw.host(), dw, library_tol, "conv backward weight");
+            if (c.cfg.bias) check_close(gdb.host(), db, library_tol, "conv bias gradient");
+        }
+
+        // Output into channels [2, 2 + K) of a wider buffer: the other channels stay.
+        const Conv2d layer({2, 3, 6, 6}, {.out_channels = 4, .kernel = 3, .stride = 1, .pad = 1});
+        const Shape4 wide{2, 9, 6, 6};
+        const auto x = random_values<double>(layer.in.elements(), 5);
+        const auto w = random_values<double>(layer.weight_elements(), 6);
+        const auto b = random_values<double>(4, 7);
+        std::vector<double> y(layer.out.elements());
+        conv_forward<double>(layer, cv(x, layer.in), w.data(), b.data(), mv(y, layer.out), whole_batch(layer.in));
+        const DeviceVector<float> gx(to_float(x)), gw(to_float(w)), gb(to_float(b));
+        DeviceVector<float> gwide(wide.elements(), 7.5f);
+        const std::uint64_t plane = 36;
+        TensorView<float> slice{gwide.get() + 2 * plane, layer.out, wide.image_elements()};
+        cuda::CudaConv conv("conv.slice", layer, exact_options(0, api));
+        conv.forward(lane(), gx.view(layer.in), gw.get(), gb.get(), slice, whole_batch(layer.in));
+        const std::vector<float> all = gwide.host();
+        std::vector<float> got;
+        std::size_t untouched = 0;
+        for (std::uint32_t n = 0; n < 2; ++n)
+            for (std::uint32_t ch = 0; ch < 9; ++ch)
+                for (std::uint64_t i = 0; i < plane; ++i) {
+                    const float v = all[(n * 9 + ch) * plane + i];
+                    if (ch >= 2 && ch < 6) got.push_back(v);
+                    else untouched += v == 7.5f ? 1 : 0;
+                }
+        check_close(got, y, library_tol, "conv forward into a channel slice");
+        CHECK(untouched == 2 * 5 * plane);
     }
-
-    // Output into channels [2, 2 + K) of a wider buffer: the other channels stay.
-    const Conv2d layer({2, 3, 6, 6}, {.out_channels = 4, .kernel = 3, .stride = 1, .pad = 1});
-    const Shape4 wide{2, 9, 6, 6};
-    const auto x = random_values<double>(layer.in.elements(), 5);
-    const auto w = random_values<double>(layer.weight_elements(), 6);
-    const auto b = random_values<double>(4, 7);
-    std::vector<double> y(layer.out.elements());
-    conv_forward<double>(layer, cv(x, layer.in), w.data(), b.data(), mv(y, layer.out), whole_batch(layer.in));
-    const DeviceVector<float> gx(to_float(x)), gw(to_float(w)), gb(to_float(b));
-    DeviceVector<float> gwide(wide.elements(), 7.5f);
-    const std::uint64_t plane = 36;
-    TensorView<float> slice{gwide.get() + 2 * plane, layer.out, wide.image_elements()};
-    cuda::CudaConv conv("conv.slice", layer, exact_options());
-    conv.forward(lane(), gx.view(layer.in), gw.get(), gb.get(), slice, whole_batch(layer.in));
-    const std::vector<float> all = gwide.host();
-    std::vector<float> got;
-    std::size_t untouched = 0;
-    for (std::uint32_t n = 0; n < 2; ++n)
-        for (std::uint32_t ch = 0; ch < 9; ++ch)
-            for (std::uint64_t i = 0; i < plane; ++i) {
-                const float v = all[(n * 9 + ch) * plane + i];
-                if (ch >= 2 && ch < 6) got.push_back(v);
-                else untouched += v == 7.5f ? 1 : 0;
-            }
-    check_close(got, y, library_tol, "conv forward into a channel slice");
-    CHECK(untouched == 2 * 5 * plane);
 }
 
 TEST_CASE("library-backed passes in parts: granule chunks give the whole-batch bits, plain parts the tolerance") {
@@ -197,6 +203,72 @@ TEST_CASE("library-backed passes in parts: granule chunks give the whole-batch b
     DeviceVector<float> y(conv_out.elements());
     CHECK_THROWS_WITH_AS(conv.forward(lane(), x.view(in), w.get(), b.get(), y.view(conv_out), {1, 3}),
                          doctest::Contains("conv.misaligned"), braid::Error);
+}
+
+TEST_CASE("graph-API engines: one plan per problem, run by every lane; granule chunks give the whole-batch bits; TF32 and fastest options too") {
+    TestLane first, second;
+    const Shape4 in{4, 8, 14, 14};
+    const Conv2d layer(in, {.out_channels = 16, .kernel = 3, .stride = 1, .pad = 1, .bias = true});
+    const DeviceVector<float> x(to_float(random_values<double>(in.elements(), 31)));
+    const DeviceVector<float> w(to_float(random_values<double>(layer.weight_elements(), 32)));
+    const DeviceVector<float> b(to_float(random_values<double>(16, 33)));
+    const DeviceVector<float> dy(to_float(random_values<double>(layer.out.elements(), 34)));
+    cuda::AlgorithmCache::process().clear();
+
+    // Two layers on two lanes (two cuDNN handles): the second gets the first's plan, and its bits.
+    struct Results {
+        DeviceVector<float> y, dx, dw, db;
+    };
+    const auto run = [&](TestLane& lane, const cuda::LayerOptions& o, ImageRange r) {
+        cuda::CudaConv conv("conv.engines", layer, o);
+        Results out{DeviceVector<float>(layer.out.elements()), DeviceVector<float>(in.elements()),
+                    DeviceVector<float>(layer.weight_elements()), DeviceVector<float>(16)};
+        conv.forward(lane(), x.view(in), w.get(), b.get(), out.y.view(layer.out), r);
+        conv.backward_data(lane(), dy.view(layer.out), w.get(), out.dx.view(in), r);
+        conv.backward_weight(lane(), x.view(in), dy.view(layer.out), out.dw.get(), out.db.get());
+        lane.sync();
+        return out;
+    };
+    const Results a = run(first, exact_options(0, cuda::ConvApi::graph), whole_batch(in));
+    const std::size_t chosen = cuda::AlgorithmCache::process().size();
+    CHECK(chosen == 3);  // forward, backward data, backward filter
+    const Results again = run(second, exact_options(0, cuda::ConvApi::graph), whole_batch(in));
+    CHECK(cuda::AlgorithmCache::process().size() == chosen);
+    check_bitwise(again.y.host(), a.y.host(), "graph-API forward on a second lane");
+    check_bitwise(again.dx.host(), a.dx.host(), "graph-API backward data on a second lane");
+    check_bitwise(again.dw.host(), a.dw.host(), "graph-API backward filter on a second lane");
+    for (const std::string& line : cuda::AlgorithmCache::process().describe()) {
+        CHECK(line.find("graph-api") != std::string::npos);
+        CHECK(line.find(": engine ") != std::string::npos);
+        CHECK(line.find("nondeterministic") == std::string::npos);
+        MESSAGE(line);
+    }
+
+    // Granule 2: parts 0-2 and 2-4 make the whole batch's calls.
+    Results parts{DeviceVector<float>(layer.out.elements()), DeviceVector<float>(in.elements()),
+                  DeviceVector<float>(layer.weight_elements()), DeviceVector<float>(16)};
+    Results whole = run(first, exact_options(2, cuda::ConvApi::graph), whole_batch(in));
+    {
+        cuda::CudaConv conv("conv.engines.parts", layer, exact_options(2, cuda::ConvApi::graph));
+        for (const ImageRange r : {ImageRange{0, 2}, ImageRange{2, 4}}) {
+            conv.forward(first(), x.view(in), w.get(), b.get(), parts.y.view(layer.out), r);
+            conv.backward_data(first(), dy.view(layer.out), w.get(), parts.dx.view(in), r);
+        }
+        first.sync();
+    }
+    check_bitwise(parts.y.host(), whole.y.host(), "graph-API forward in parts of the granule");
+    check_bitwise(parts.dx.host(), whole.dx.host(), "graph-API backward data in parts of the granule");
+
+    // TF32 and nondeterministic engines allowed: the choice still runs, within TF32's error.
+    cuda::LayerOptions fast = exact_options(0, cuda::ConvApi::graph);
+    fast.tf32 = true;
+    fast.deterministic = false;
+    const Results f = run(first, fast, whole_batch(in));
+    std::vector<double> y(layer.out.elements());
+    const std::vector<float> xf = x.host(), wf = w.host(), bf = b.host();
+    const std::vector<double> xd(xf.begin(), xf.end()), wd(wf.begin(), wf.end()), bd(bf.begin(), bf.end());
+    conv_forward<double>(layer, cv(xd, in), wd.data(), bd.data(), mv(y, layer.out), whole_batch(in));
+    check_close(f.y.host(), y, 1e-2, "graph-API forward with TF32 allowed");
 }
 
 TEST_CASE("fully connected (cuBLAS): forward, backward data and weight match the reference") {

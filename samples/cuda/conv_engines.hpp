@@ -1,0 +1,110 @@
+// Convolutions through cuDNN's graph API (the "backend" descriptors of
+// cudnn_graph.h), the way to cuDNN's newer engines: the legacy
+// cudnnConvolution* calls reach only the engines behind the legacy
+// algorithm enums, where PyTorch's steps on the H200 ran sm90 xmma
+// tensor-core kernels (../shared/h200/torch-resnet50-b32-kernels.txt).
+//
+// A convolution pass is a one-operation graph; cuDNN's heuristics list
+// engine configurations for it; the choice drops those the options forbid
+// (engine_rejection: nondeterministic in check mode, tensor cores without
+// TF32, down-converted inputs and reduced-precision reductions always, as
+// PyTorch's filter does; workspace over budget), times the first LayerOptions::engine_trials of
+// the rest on the op's own buffers when it may (eager, search = find), and
+// keeps the fastest; otherwise the heuristics' first that builds. Graphs
+// and plans are built with a cuDNN handle the process keeps per device; the
+// finalized execution plan is cached with the choice (AlgorithmCache) and
+// executed by every lane's handle, so one problem always runs one plan.
+//
+// The pure parts (shapes, alignment, the choice among candidates) are host
+// code that samples-cuda-host tests without a device.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cuda/algorithms.hpp"
+
+namespace braid::samples::cuda {
+
+// A 4-d tensor as the graph API takes it: dims and strides in elements.
+struct BackendTensorShape {
+    std::array<std::int64_t, 4> dims{};
+    std::array<std::int64_t, 4> strides{};
+};
+
+// `images` NCHW images of c x h x w floats, `image_stride` floats apart (a
+// channel slice of a concat buffer has the larger stride of the whole).
+BackendTensorShape activation_shape(std::uint32_t images, std::uint32_t c, std::uint32_t h, std::uint32_t w,
+                                    std::uint64_t image_stride);
+// K x C x R x S, dense (the samples' weight layout); C is per group, and
+// cuDNN infers the group count from x's channels over it.
+BackendTensorShape filter_shape(std::uint32_t k, std::uint32_t c, std::uint32_t r, std::uint32_t s);
+
+// The byte alignment a plan may assume of these addresses: the largest
+// power of two, at most 16, that divides them all (null pointers ignored).
+std::int64_t common_alignment(std::initializer_list<const void*> pointers);
+
+// One pass of one convolution as the graph API sees it. x, w and y are x
+// (or dx), w (or dw) and y (or dy), whatever the pass writes; the data
+// pointers are set only when the choice may time engines on them.
+struct GraphConvProblem {
+    BackendTensorShape x, w, y;
+    std::array<std::int64_t, 2> pad{};     // rows, columns (pre and post)
+    std::array<std::int64_t, 2> stride{1, 1};
+    std::int64_t alignment = 16;           // bytes, of every pointer the plan is executed with
+    const void* x_data = nullptr;
+    const void* w_data = nullptr;
+    const void* y_data = nullptr;
+    void* workspace = nullptr;             // for timing: workspace_bytes of it
+    std::size_t workspace_bytes = 0;
+
+    bool can_time() const noexcept { return x_data && w_data && y_data; }
+};
+
+// An engine configuration the heuristics offered, as the choice sees it.
+struct EngineCandidate {
+    std::int64_t engine = -1;  // CUDNN_ATTR_ENGINE_GLOBAL_INDEX
+    std::vector<cudnnBackendNumericalNote_t> notes;
+    std::size_t workspace_bytes = 0;  // of its finalized plan
+    bool built = true;                // its execution plan finalized
+    float time_ms = -1.0f;            // the median of its timed runs; -1 untimed
+};
+
+// Why `c` may not run under `o` within `budget` bytes of workspace; empty
+// when it may.
+std::string engine_rejection(const EngineCandidate& c, const LayerOptions& o, std::size_t budget);
+
+// Index in `list` (the heuristics' order) of the choice among the allowed
+// candidates: the fastest timed one (the earlier on a tie), else the first;
+// nullopt when none is allowed.
+std::optional<std::size_t> pick_engine(const std::vector<EngineCandidate>& list, const LayerOptions& o,
+                                       std::size_t budget);
+
+// "engine 12 (tensor-core, 3.2 MiB, 0.41 ms)": a candidate for messages.
+std::string describe(const EngineCandidate& c);
+
+// Chooses an engine for `pass` of `problem` under `options` within
+// `budget` bytes of workspace, finalizes its plan and returns it as a
+// ConvAlgorithm (algo: the engine's global index; plan set). Timed on
+// `stream`, the one `handle` issues on, when the problem carries buffers
+// and options.search is find.
+// Throws braid::Error naming `layer`, the pass and every candidate's
+// rejection when none can run.
+ConvAlgorithm choose_conv_engine(cudnnHandle_t handle, cudaStream_t stream, ConvPass pass,
+                                 const GraphConvProblem& problem, const LayerOptions& options,
+                                 const std::string& layer, std::size_t budget);
+
+// Runs `plan` on the lane's handle (its stream): x, w, y as in
+// GraphConvProblem, `workspace` of at least the plan's workspace bytes.
+void execute_conv_plan(cudnnHandle_t handle, const GraphConvPlan& plan, const void* x, const void* w,
+                       const void* y, void* workspace);
+
+}  // namespace braid::samples::cuda
