@@ -310,6 +310,13 @@ int main(int argc, char** argv) {
                     std::fflush(stdout);
                     ok = false;
                 }
+        if (o.conv_api == "graph") {
+            const ConvChoiceSummary c = conv_choice_summary();
+            fmt::print("train_conv_graph_api_engines: {}\n", c.engines);
+            fmt::print("train_conv_legacy_algorithms: {}\n", c.legacy);
+            fmt::print("train_conv_graph_api_fallbacks: {}\n", c.fallbacks);
+            for (const std::string& r : c.reasons) fmt::print("conv fallback: {}\n", r);
+        }
         fmt::print("train_bench_total_s: {:.1f}\n", seconds_since(t0));
         return ok ? 0 : 1;
     } catch (const std::exception& e) {

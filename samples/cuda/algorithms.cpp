@@ -47,6 +47,13 @@ std::size_t AlgorithmCache::size() const {
     return choices_.size();
 }
 
+std::vector<ConvAlgorithm> AlgorithmCache::choices() const {
+    std::lock_guard lock(mutex_);
+    std::vector<ConvAlgorithm> out;
+    for (const auto& [key, a] : choices_) out.push_back(a);
+    return out;
+}
+
 void AlgorithmCache::clear() {
     std::lock_guard lock(mutex_);
     choices_.clear();
@@ -61,6 +68,7 @@ std::vector<std::string> AlgorithmCache::describe() const {
           << " bytes, " << (a.deterministic ? "deterministic" : "nondeterministic");
         if (a.time_ms >= 0.0f) s << ", " << a.time_ms << " ms";
         s << ")";
+        if (!a.note.empty()) s << "; " << a.note;
         out.push_back(s.str());
     }
     return out;

@@ -71,6 +71,7 @@ struct ConvAlgorithm {
     bool deterministic = false;
     float time_ms = -1.0f;  // cudnnFind's measurement (the engine's, timed); -1 from heuristics
     std::shared_ptr<const GraphConvPlan> plan;  // graph API only: what runs
+    std::string note;  // why the choice is not what the options asked for (a legacy call under conv_api graph)
 };
 
 // Problem key -> chosen algorithm. Thread-safe; the first choice stored for
@@ -84,9 +85,11 @@ public:
     // Stores `a` unless the key has a choice already; returns the stored one.
     ConvAlgorithm insert(const std::string& key, const ConvAlgorithm& a);
     std::size_t size() const;
+    // Every stored choice, in key order.
+    std::vector<ConvAlgorithm> choices() const;
     void clear();
     // "key: algo N (math M, W bytes, deterministic|nondeterministic, T ms)"
-    // lines; "engine N (...)" for the graph API's choices.
+    // lines; "engine N (...)" for the graph API's choices; a note last.
     std::vector<std::string> describe() const;
 
 private:

@@ -72,6 +72,7 @@ std::string describe(const EngineCandidate& c) {
     s << "engine " << c.engine << " (";
     if (has(c, CUDNN_NUMERICAL_NOTE_TENSOR_CORE)) s << "tensor-core, ";
     if (has(c, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)) s << "nondeterministic, ";
+    if (c.runtime_compiled) s << "runtime-compiled, ";
     char mib[32];
     std::snprintf(mib, sizeof mib, "%.1f MiB", static_cast<double>(c.workspace_bytes) / (1 << 20));
     s << mib;
@@ -235,6 +236,12 @@ EngineCandidate describe_config(const Backend& config) {
                                    static_cast<std::int64_t>(notes.size()), &n, notes.data()),
           "cudnnBackendGetAttribute(ENGINE_NUMERICAL_NOTE)");
     c.notes.assign(notes.begin(), notes.begin() + std::clamp<std::int64_t>(n, 0, notes.size()));
+    std::array<cudnnBackendBehaviorNote_t, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT> behavior{};
+    check(cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                   static_cast<std::int64_t>(behavior.size()), &n, behavior.data()),
+          "cudnnBackendGetAttribute(ENGINE_BEHAVIOR_NOTE)");
+    const auto end = behavior.begin() + std::clamp<std::int64_t>(n, 0, behavior.size());
+    c.runtime_compiled = std::find(behavior.begin(), end, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) != end;
     return c;
 }
 
@@ -338,13 +345,21 @@ ConvAlgorithm choose_conv_engine(cudnnHandle_t handle, cudaStream_t stream, Conv
         } catch (const braid::Error&) {
             if (mode == CUDNN_HEUR_MODE_A) throw;  // no fallback list: the error below says what A offered
         }
+        // This list's engines not met before, precompiled ones first (stable: the heuristics' order within each).
+        std::vector<std::pair<EngineCandidate, const Backend*>> fresh;
         for (const Backend& config : configs) {
             EngineCandidate c = describe_config(config);
-            if (std::any_of(list.begin(), list.end(), [&](const EngineCandidate& o) { return o.engine == c.engine; }))
+            const auto same = [&](const EngineCandidate& o) { return o.engine == c.engine; };
+            if (std::any_of(list.begin(), list.end(), same) ||
+                std::any_of(fresh.begin(), fresh.end(), [&](const auto& f) { return same(f.first); }))
                 continue;
+            fresh.emplace_back(std::move(c), &config);
+        }
+        std::stable_partition(fresh.begin(), fresh.end(), [](const auto& f) { return !f.first.runtime_compiled; });
+        for (auto& [c, config] : fresh) {
             std::shared_ptr<GraphConvPlan> plan;
             if (engine_rejection(c, options, budget).empty()) {  // its notes allow it: build its plan
-                plan = build_plan(planner, config, c.workspace_bytes);
+                plan = build_plan(planner, *config, c.workspace_bytes);
                 if (!plan) {
                     c.built = false;
                     (void)cudaGetLastError();

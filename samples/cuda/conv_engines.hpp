@@ -10,7 +10,9 @@
 // TF32, down-converted inputs and reduced-precision reductions always, as
 // PyTorch's filter does; workspace over budget), times the first LayerOptions::engine_trials of
 // the rest on the op's own buffers when it may (eager, search = find), and
-// keeps the fastest; otherwise the heuristics' first that builds. Graphs
+// keeps the fastest; otherwise the heuristics' first that builds. Engines
+// that compile a kernel at run time (NVRTC, seconds each) are tried after
+// the precompiled ones of the same list. Graphs
 // and plans are built with a cuDNN handle the process keeps per device; the
 // finalized execution plan is cached with the choice (AlgorithmCache) and
 // executed by every lane's handle, so one problem always runs one plan.
@@ -73,6 +75,7 @@ struct GraphConvProblem {
 struct EngineCandidate {
     std::int64_t engine = -1;  // CUDNN_ATTR_ENGINE_GLOBAL_INDEX
     std::vector<cudnnBackendNumericalNote_t> notes;
+    bool runtime_compiled = false;    // CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION: its plan compiles a kernel
     std::size_t workspace_bytes = 0;  // of its finalized plan
     bool built = true;                // its execution plan finalized
     float time_ms = -1.0f;            // the median of its timed runs; -1 untimed
@@ -82,9 +85,9 @@ struct EngineCandidate {
 // when it may.
 std::string engine_rejection(const EngineCandidate& c, const LayerOptions& o, std::size_t budget);
 
-// Index in `list` (the heuristics' order) of the choice among the allowed
-// candidates: the fastest timed one (the earlier on a tie), else the first;
-// nullopt when none is allowed.
+// Index in `list` (the order they were tried in) of the choice among the
+// allowed candidates: the fastest timed one (the earlier on a tie), else
+// the first; nullopt when none is allowed.
 std::optional<std::size_t> pick_engine(const std::vector<EngineCandidate>& list, const LayerOptions& o,
                                        std::size_t budget);
 

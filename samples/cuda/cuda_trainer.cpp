@@ -129,6 +129,17 @@ TrainingProfile CudaTrainer::profile(const TrainingProfileRequest& request) {
     return out;
 }
 
+ConvChoiceSummary conv_choice_summary(std::size_t reasons) {
+    ConvChoiceSummary out;
+    for (const cuda::ConvAlgorithm& a : cuda::AlgorithmCache::process().choices()) {
+        ++(a.plan ? out.engines : out.legacy);
+        if (a.note.empty()) continue;
+        ++out.fallbacks;
+        if (out.reasons.size() < reasons) out.reasons.push_back(a.note);
+    }
+    return out;
+}
+
 CudaTrainerTiming::CudaTrainerTiming(const TrainingGraph& graph, const CudaRunOptions& options)
     : graph_(graph), options_(options) {}
 
@@ -188,6 +199,14 @@ int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const
 
     CudaTrainer trainer(graph, plan, run);
     trainer.warm_up();
+    if (run.conv_graph_api) {
+        const ConvChoiceSummary c = conv_choice_summary();
+        fmt::print("convolutions: {} problems (pass, shape, images per call) on graph-API engines, {} on legacy "
+                   "calls where the graph API had none\n",
+                   c.engines, c.fallbacks);
+        for (const std::string& r : c.reasons) fmt::print("  {}\n", r);
+        std::fflush(stdout);
+    }
     TrainingLoop loop;
     loop.iterations = request.iterations;
     loop.batch = graph.batch();

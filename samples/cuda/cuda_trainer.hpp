@@ -27,6 +27,18 @@ std::string cuda_unavailable_reason();
 // "NVIDIA H200 (sm_90, 132 SMs), cuDNN 9.19.0, cuBLAS 13.0.0"
 std::string cuda_device_description();
 
+// The convolution choices this process has made (every trainer's, cached
+// per problem): engines of cuDNN's graph API, legacy algorithms, and of
+// those the legacy calls that stand in where the graph API had no engine
+// (their reasons, at most `reasons` of them).
+struct ConvChoiceSummary {
+    std::size_t engines = 0;
+    std::size_t legacy = 0;
+    std::size_t fallbacks = 0;
+    std::vector<std::string> reasons;
+};
+ConvChoiceSummary conv_choice_summary(std::size_t reasons = 5);
+
 struct CudaRunOptions {
     bool graph_mode = false;     // capture the iteration once, replay it
     bool deterministic = false;  // only deterministic cuDNN algorithms

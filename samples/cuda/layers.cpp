@@ -147,22 +147,27 @@ const ConvAlgorithm& CudaConv::algorithm(CudaLane& lane, ConvPass pass, std::uin
     return chosen_.emplace(local, *a).first->second;
 }
 
-const ConvAlgorithm& CudaConv::legacy_algorithm(CudaLane& lane, ConvPass pass, std::uint32_t images,
-                                                std::uint64_t x_stride, std::uint64_t y_stride,
-                                                const ConvProblem& problem) {
-    return algorithm(lane, pass, images, x_stride, y_stride, 0, [&](const Search& search) {
-        ConvProblem p = problem;
-        if (!search.can_time) p.out_data = nullptr;  // heuristics
-        p.workspace = search.workspace;
-        p.workspace_bytes = search.bytes;
-        return choose_conv_algorithm(lane.cudnn, pass, p, options_, name_, search.budget);
-    });
-}
-
-void CudaConv::run_engine(CudaLane& lane, ConvPass pass, std::uint32_t n, const float* x, std::uint64_t x_stride,
-                          const float* w, const float* y, std::uint64_t y_stride) {
-    const std::int64_t alignment = common_alignment({x, w, y});
-    const ConvAlgorithm& a = algorithm(lane, pass, n, x_stride, y_stride, alignment, [&](const Search& search) {
+const ConvAlgorithm& CudaConv::choice(CudaLane& lane, ConvPass pass, std::uint32_t n, const float* x,
+                                      std::uint64_t x_stride, const float* w, const float* y, std::uint64_t y_stride,
+                                      cudnnTensorDescriptor_t xd, cudnnTensorDescriptor_t yd) {
+    const bool graph = options_.conv_api == ConvApi::graph;
+    const std::int64_t alignment = graph ? common_alignment({x, w, y}) : 0;
+    return algorithm(lane, pass, n, x_stride, y_stride, alignment, [&](const Search& search) {
+        const auto legacy = [&] {
+            // The pass reads two of x, w, y and writes the third (the output, what cudnnFind times into).
+            ConvProblem p{xd, filter_.get(), conv_.get(), yd};
+            p.x_data = pass == ConvPass::backward_data ? nullptr : x;
+            p.w_data = pass == ConvPass::backward_filter ? nullptr : w;
+            p.y_data = pass == ConvPass::forward ? nullptr : y;
+            p.out_data = const_cast<float*>(pass == ConvPass::forward         ? y
+                                            : pass == ConvPass::backward_data ? x
+                                                                              : w);
+            if (!search.can_time) p.out_data = nullptr;  // heuristics
+            p.workspace = search.workspace;
+            p.workspace_bytes = search.bytes;
+            return choose_conv_algorithm(lane.cudnn, pass, p, options_, name_, search.budget);
+        };
+        if (!graph) return legacy();
         const ConvConfig& c = layer_.config;
         GraphConvProblem p;
         p.x = activation_shape(n, layer_.in.c, layer_.in.h, layer_.in.w, x_stride);
@@ -178,11 +183,58 @@ void CudaConv::run_engine(CudaLane& lane, ConvPass pass, std::uint32_t n, const 
             p.workspace = search.workspace;
             p.workspace_bytes = search.bytes;
         }
-        return choose_conv_engine(lane.cudnn, lane.stream, pass, p, options_, name_, search.budget);
+        try {
+            return choose_conv_engine(lane.cudnn, lane.stream, pass, p, options_, name_, search.budget);
+        } catch (const braid::cuda::CudaError&) {
+            throw;  // the device failed: nothing to fall back to
+        } catch (const braid::Error& e) {
+            // No engine of the graph API may run this problem (or cuDNN
+            // refused its graph): the legacy calls take it, and say so.
+            (void)cudaGetLastError();
+            ConvAlgorithm a = legacy();
+            a.note = std::string("legacy call: the graph API gave none: ") + e.what();
+            return a;
+        }
     });
-    const auto [ws, ws_bytes] = workspace(lane, a, "cudnnBackendExecute");
-    (void)ws_bytes;
-    execute_conv_plan(lane.cudnn, *a.plan, x, w, y, ws);
+}
+
+void CudaConv::run_pass(CudaLane& lane, ConvPass pass, std::uint32_t n, const float* x, std::uint64_t x_stride,
+                        const float* w, const float* y, std::uint64_t y_stride) {
+    cudnnTensorDescriptor_t xd = tensors_.get(n, image_shape(layer_.in), x_stride);
+    cudnnTensorDescriptor_t yd = tensors_.get(n, image_shape(layer_.out), y_stride);
+    const ConvAlgorithm& a = choice(lane, pass, n, x, x_stride, w, y, y_stride, xd, yd);
+    static constexpr const char* calls[] = {"cudnnConvolutionForward", "cudnnConvolutionBackwardData",
+                                            "cudnnConvolutionBackwardFilter"};
+    const auto [ws, ws_bytes] =
+        workspace(lane, a, a.plan ? "cudnnBackendExecute" : calls[static_cast<std::size_t>(pass)]);
+    if (a.plan) {
+        execute_conv_plan(lane.cudnn, *a.plan, x, w, y, ws);
+        return;
+    }
+    // conv_ is shared by every lane: setting its math type right before
+    // the call is safe because CudaBackend issues every body from one thread.
+    braid::cuda::check(cudnnSetConvolutionMathType(conv_.get(), a.math), "cudnnSetConvolutionMathType");
+    float* out = const_cast<float*>(pass == ConvPass::forward ? y : pass == ConvPass::backward_data ? x : w);
+    switch (pass) {
+        case ConvPass::forward:
+            braid::cuda::check(cudnnConvolutionForward(lane.cudnn, &one, xd, x, filter_.get(), w, conv_.get(),
+                                                       static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws, ws_bytes,
+                                                       &zero, yd, out),
+                               calls[0]);
+            break;
+        case ConvPass::backward_data:
+            braid::cuda::check(cudnnConvolutionBackwardData(lane.cudnn, &one, filter_.get(), w, yd, y, conv_.get(),
+                                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), ws,
+                                                            ws_bytes, &zero, xd, out),
+                               calls[1]);
+            break;
+        case ConvPass::backward_filter:
+            braid::cuda::check(cudnnConvolutionBackwardFilter(lane.cudnn, &one, xd, x, yd, y, conv_.get(),
+                                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
+                                                              ws, ws_bytes, &zero, filter_.get(), out),
+                               calls[2]);
+            break;
+    }
 }
 
 std::pair<void*, std::size_t> CudaConv::workspace(CudaLane& lane, const ConvAlgorithm& a, const char* call) const {
@@ -203,26 +255,8 @@ void CudaConv::forward(CudaLane& lane, ConstDeviceView x, const float* weight, c
     check_range(images, layer_.in, "CudaConv::forward");
     for_each_chunk(images, options_.split_granule, layer_.in.n, "convolution '" + name_ + "' forward",
                    [&](ImageRange r) {
-        const std::uint32_t n = r.size();
-        cudnnTensorDescriptor_t xd = tensors_.get(n, image_shape(layer_.in), x.image_stride);
-        cudnnTensorDescriptor_t yd = tensors_.get(n, image_shape(layer_.out), y.image_stride);
-        const float* xp = x.image(r.begin);
-        float* yp = y.image(r.begin);
-        if (options_.conv_api == ConvApi::graph) {
-            run_engine(lane, ConvPass::forward, n, xp, x.image_stride, weight, yp, y.image_stride);
-            if (bias) check_launch(launch_bias_add(images_of(y, r), bias, lane.stream), "convolution '" + name_ + "' bias");
-            return;
-        }
-        const ConvProblem problem{xd, filter_.get(), conv_.get(), yd, xp, weight, nullptr, yp};
-        const ConvAlgorithm& a = legacy_algorithm(lane, ConvPass::forward, n, x.image_stride, y.image_stride, problem);
-        const auto [ws, ws_bytes] = workspace(lane, a, "cudnnConvolutionForward");
-        // conv_ is shared by every lane: setting its math type right before
-        // the call is safe because CudaBackend issues every body from one thread.
-        braid::cuda::check(cudnnSetConvolutionMathType(conv_.get(), a.math), "cudnnSetConvolutionMathType");
-        braid::cuda::check(cudnnConvolutionForward(lane.cudnn, &one, xd, xp, filter_.get(), weight, conv_.get(),
-                                                   static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws, ws_bytes, &zero,
-                                                   yd, yp),
-                           "cudnnConvolutionForward");
+        run_pass(lane, ConvPass::forward, r.size(), x.image(r.begin), x.image_stride, weight, y.image(r.begin),
+                 y.image_stride);
         if (bias) check_launch(launch_bias_add(images_of(y, r), bias, lane.stream), "convolution '" + name_ + "' bias");
     });
 }
@@ -232,44 +266,13 @@ void CudaConv::backward_data(CudaLane& lane, ConstDeviceView dy, const float* we
     check_range(images, layer_.in, "CudaConv::backward_data");
     for_each_chunk(images, options_.split_granule, layer_.in.n, "convolution '" + name_ + "' backward data",
                    [&](ImageRange r) {
-        const std::uint32_t n = r.size();
-        cudnnTensorDescriptor_t dxd = tensors_.get(n, image_shape(layer_.in), dx.image_stride);
-        cudnnTensorDescriptor_t dyd = tensors_.get(n, image_shape(layer_.out), dy.image_stride);
-        const float* dyp = dy.image(r.begin);
-        float* dxp = dx.image(r.begin);
-        if (options_.conv_api == ConvApi::graph) {
-            run_engine(lane, ConvPass::backward_data, n, dxp, dx.image_stride, weight, dyp, dy.image_stride);
-            return;
-        }
-        const ConvProblem problem{dxd, filter_.get(), conv_.get(), dyd, nullptr, weight, dyp, dxp};
-        const ConvAlgorithm& a =
-            legacy_algorithm(lane, ConvPass::backward_data, n, dx.image_stride, dy.image_stride, problem);
-        const auto [ws, ws_bytes] = workspace(lane, a, "cudnnConvolutionBackwardData");
-        braid::cuda::check(cudnnSetConvolutionMathType(conv_.get(), a.math), "cudnnSetConvolutionMathType");
-        braid::cuda::check(cudnnConvolutionBackwardData(lane.cudnn, &one, filter_.get(), weight, dyd, dyp, conv_.get(),
-                                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), ws,
-                                                        ws_bytes, &zero, dxd, dxp),
-                           "cudnnConvolutionBackwardData");
+        run_pass(lane, ConvPass::backward_data, r.size(), dx.image(r.begin), dx.image_stride, weight,
+                 dy.image(r.begin), dy.image_stride);
     });
 }
 
 void CudaConv::backward_weight(CudaLane& lane, ConstDeviceView x, ConstDeviceView dy, float* dweight, float* dbias) {
-    const std::uint32_t n = layer_.in.n;
-    if (options_.conv_api == ConvApi::graph) {
-        run_engine(lane, ConvPass::backward_filter, n, x.data, x.image_stride, dweight, dy.data, dy.image_stride);
-    } else {
-        cudnnTensorDescriptor_t xd = tensors_.get(n, image_shape(layer_.in), x.image_stride);
-        cudnnTensorDescriptor_t dyd = tensors_.get(n, image_shape(layer_.out), dy.image_stride);
-        const ConvProblem problem{xd, filter_.get(), conv_.get(), dyd, x.data, nullptr, dy.data, dweight};
-        const ConvAlgorithm& a =
-            legacy_algorithm(lane, ConvPass::backward_filter, n, x.image_stride, dy.image_stride, problem);
-        const auto [ws, ws_bytes] = workspace(lane, a, "cudnnConvolutionBackwardFilter");
-        braid::cuda::check(cudnnSetConvolutionMathType(conv_.get(), a.math), "cudnnSetConvolutionMathType");
-        braid::cuda::check(cudnnConvolutionBackwardFilter(lane.cudnn, &one, xd, x.data, dyd, dy.data, conv_.get(),
-                                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), ws,
-                                                          ws_bytes, &zero, filter_.get(), dweight),
-                           "cudnnConvolutionBackwardFilter");
-    }
+    run_pass(lane, ConvPass::backward_filter, layer_.in.n, x.data, x.image_stride, dweight, dy.data, dy.image_stride);
     if (dbias) {
         double* scratch = scratch_doubles(lane, scratch_bytes());
         check_launch(launch_channel_sum(images_of(dy, whole_batch(layer_.out)), dbias, scratch, lane.stream),

@@ -93,12 +93,16 @@ private:
     template <class Choose>
     const ConvAlgorithm& algorithm(CudaLane& lane, ConvPass pass, std::uint32_t images, std::uint64_t x_stride,
                                    std::uint64_t y_stride, std::int64_t alignment, Choose&& choose);
-    const ConvAlgorithm& legacy_algorithm(CudaLane& lane, ConvPass pass, std::uint32_t images,
-                                          std::uint64_t x_stride, std::uint64_t y_stride, const ConvProblem& problem);
-    // One pass through cuDNN's graph API (LayerOptions::conv_api graph): x,
-    // w, y are x or dx, w or dw, y or dy, images [0, n) of the call.
-    void run_engine(CudaLane& lane, ConvPass pass, std::uint32_t n, const float* x, std::uint64_t x_stride,
-                    const float* w, const float* y, std::uint64_t y_stride);
+    // The choice for one call of `pass` (x, w, y: x or dx, w or dw, y or dy,
+    // images [0, n) of the call; xd, yd their legacy descriptors): a legacy
+    // algorithm, or with LayerOptions::conv_api graph an engine of the graph
+    // API, and the legacy call where the graph API has none (noted).
+    const ConvAlgorithm& choice(CudaLane& lane, ConvPass pass, std::uint32_t n, const float* x,
+                                std::uint64_t x_stride, const float* w, const float* y, std::uint64_t y_stride,
+                                cudnnTensorDescriptor_t xd, cudnnTensorDescriptor_t yd);
+    // One library call of `pass` over n images, as choice() says.
+    void run_pass(CudaLane& lane, ConvPass pass, std::uint32_t n, const float* x, std::uint64_t x_stride,
+                  const float* w, const float* y, std::uint64_t y_stride);
     // The workspace a call with `a` runs in: the lane's cuDNN workspace, or
     // lane scratch when `a` wants more (an error naming the layer when the
     // lane cannot get it).

@@ -151,6 +151,9 @@ TEST_CASE("graph-API engine choice: the options' filters, the budget, then the f
     CHECK(*pick_engine({engine(7, {}, 0), engine(8, {}, 0, 2.0f)}, exact, gib) == 1);
 
     CHECK(describe(tensor) == "engine 10 (tensor-core, 4.0 MiB)");
+    EngineCandidate compiled = plain;
+    compiled.runtime_compiled = true;
+    CHECK(describe(compiled) == "engine 15 (runtime-compiled, 1.0 MiB)");
     CHECK(describe(engine(2, {CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC}, 0, 0.25f)) ==
           "engine 2 (nondeterministic, 0.0 MiB, 0.25 ms)");
 }
