@@ -81,6 +81,32 @@ std::string describe(const EngineCandidate& c) {
     return s.str();
 }
 
+void EngineSearch::offer(std::vector<EngineCandidate> offered, const Build& build, const Time& time) {
+    std::vector<EngineCandidate> fresh;
+    for (EngineCandidate& c : offered) {
+        const auto same = [&](const EngineCandidate& o) { return o.engine == c.engine; };
+        if (std::none_of(tried_.begin(), tried_.end(), same) && std::none_of(fresh.begin(), fresh.end(), same))
+            fresh.push_back(std::move(c));
+    }
+    std::stable_partition(fresh.begin(), fresh.end(), [](const EngineCandidate& c) { return !c.runtime_compiled; });
+    for (EngineCandidate& c : fresh) {
+        if (timed_ ? trials_ >= options_.engine_trials : choice().has_value()) return;
+        bool allowed = engine_rejection(c, options_, budget_).empty();  // by its notes
+        if (allowed) {
+            const std::optional<std::size_t> workspace = build(c.id);
+            c.built = workspace.has_value();
+            c.workspace_bytes = workspace.value_or(0);
+            allowed = engine_rejection(c, options_, budget_).empty();  // built, and within the budget
+        }
+        if (allowed && timed_) {
+            ++trials_;
+            c.time_ms = time(c.id);
+            if (c.time_ms < 0.0f) c.built = false;  // it did not run: never the choice
+        }
+        tried_.push_back(std::move(c));
+    }
+}
+
 // ---------------------------------------------------------------- graph API
 
 namespace {
@@ -333,65 +359,53 @@ ConvAlgorithm choose_conv_engine(cudnnHandle_t handle, cudaStream_t stream, Conv
                                  const std::string& layer, std::size_t budget) {
     const cudnnHandle_t planner = planning_handle();
     const Backend graph = operation_graph(planner, pass, problem);
-    const bool timed = options.search == AlgorithmSearch::find && problem.can_time();
-    std::vector<EngineCandidate> list;
-    std::vector<std::shared_ptr<GraphConvPlan>> plans;
-    std::uint32_t trials = 0;
+    EngineSearch search(options, budget, options.search == AlgorithmSearch::find && problem.can_time());
+    std::vector<Backend> configs;  // every list's, by candidate id
+    std::vector<std::shared_ptr<GraphConvPlan>> plans;     // by candidate id, once built
+    const EngineSearch::Build build = [&](std::size_t id) -> std::optional<std::size_t> {
+        std::size_t workspace = 0;
+        plans[id] = build_plan(planner, configs[id], workspace);
+        if (!plans[id]) {
+            (void)cudaGetLastError();
+            return std::nullopt;
+        }
+        return workspace;
+    };
+    const EngineSearch::Time time = [&](std::size_t id) {
+        const float ms = time_plan(handle, stream, *plans[id], problem);
+        if (ms < 0.0f) (void)cudaGetLastError();
+        return ms;
+    };
     // The heuristics' list first; cuDNN's fallback engines when none of it may run.
     for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-        std::vector<Backend> configs;
+        if (search.choice()) break;
+        std::vector<Backend> list;
         try {
-            configs = heuristic_configs(graph, mode);
+            list = heuristic_configs(graph, mode);
         } catch (const braid::Error&) {
             if (mode == CUDNN_HEUR_MODE_A) throw;  // no fallback list: the error below says what A offered
         }
-        // This list's engines not met before, precompiled ones first (stable: the heuristics' order within each).
-        std::vector<std::pair<EngineCandidate, const Backend*>> fresh;
-        for (const Backend& config : configs) {
-            EngineCandidate c = describe_config(config);
-            const auto same = [&](const EngineCandidate& o) { return o.engine == c.engine; };
-            if (std::any_of(list.begin(), list.end(), same) ||
-                std::any_of(fresh.begin(), fresh.end(), [&](const auto& f) { return same(f.first); }))
-                continue;
-            fresh.emplace_back(std::move(c), &config);
+        std::vector<EngineCandidate> offered;
+        for (Backend& config : list) {
+            offered.push_back(describe_config(config));
+            offered.back().id = configs.size();
+            configs.push_back(std::move(config));
+            plans.emplace_back();
         }
-        std::stable_partition(fresh.begin(), fresh.end(), [](const auto& f) { return !f.first.runtime_compiled; });
-        for (auto& [c, config] : fresh) {
-            std::shared_ptr<GraphConvPlan> plan;
-            if (engine_rejection(c, options, budget).empty()) {  // its notes allow it: build its plan
-                plan = build_plan(planner, *config, c.workspace_bytes);
-                if (!plan) {
-                    c.built = false;
-                    (void)cudaGetLastError();
-                }
-            }
-            const bool allowed = plan && engine_rejection(c, options, budget).empty();
-            if (allowed && timed && trials < options.engine_trials) {
-                ++trials;
-                c.time_ms = time_plan(handle, stream, *plan, problem);
-                if (c.time_ms < 0.0f) {
-                    (void)cudaGetLastError();
-                    c.built = false;
-                }
-            }
-            list.push_back(std::move(c));
-            plans.push_back(std::move(plan));
-            if (allowed && !timed) break;  // heuristics only: their first that builds
-            if (timed && trials >= options.engine_trials) break;
-        }
-        if (pick_engine(list, options, budget)) break;
+        search.offer(std::move(offered), build, time);
     }
-    if (const std::optional<std::size_t> i = pick_engine(list, options, budget); i && plans[*i]) {
-        const EngineCandidate& c = list[*i];
+    if (const std::optional<std::size_t> i = search.choice()) {
+        const EngineCandidate& c = search.tried()[*i];
         ConvAlgorithm a;
         a.algo = static_cast<int>(c.engine);
         a.math = has(c, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
         a.workspace_bytes = c.workspace_bytes;
         a.deterministic = !has(c, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC);
         a.time_ms = c.time_ms;
-        a.plan = plans[*i];
+        a.plan = plans[c.id];
         return a;
     }
+    const std::vector<EngineCandidate>& list = search.tried();
     std::ostringstream why;
     why << "layer '" << layer << "': cuDNN's graph API offers no " << to_string(pass) << " engine that may run ("
         << (options.deterministic ? "deterministic, " : "") << (options.tf32 ? "TF32 allowed" : "no TF32")

@@ -27,6 +27,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -73,6 +74,7 @@ struct GraphConvProblem {
 
 // An engine configuration the heuristics offered, as the choice sees it.
 struct EngineCandidate {
+    std::size_t id = 0;        // the caller's: where it keeps the configuration and plan
     std::int64_t engine = -1;  // CUDNN_ATTR_ENGINE_GLOBAL_INDEX
     std::vector<cudnnBackendNumericalNote_t> notes;
     bool runtime_compiled = false;    // CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION: its plan compiles a kernel
@@ -93,6 +95,37 @@ std::optional<std::size_t> pick_engine(const std::vector<EngineCandidate>& list,
 
 // "engine 12 (tensor-core, 3.2 MiB, 0.41 ms)": a candidate for messages.
 std::string describe(const EngineCandidate& c);
+
+// The choice of an engine as host logic, over the heuristics' lists one
+// offer at a time; the caller builds and times plans when asked.
+class EngineSearch {
+public:
+    // Builds a plan: its workspace bytes, or nullopt when it does not build.
+    using Build = std::function<std::optional<std::size_t>(std::size_t id)>;
+    // Times a built plan: ms, negative when a run failed.
+    using Time = std::function<float(std::size_t id)>;
+
+    EngineSearch(const LayerOptions& options, std::size_t budget, bool timed)
+        : options_(options), budget_(budget), timed_(timed) {}
+
+    // One heuristics list, best first. Tries its engines not offered
+    // before, precompiled ones first (the list's order within each): builds
+    // each whose notes allow it; untimed, stops at the first that builds;
+    // timed, times the allowed ones until options.engine_trials were timed.
+    void offer(std::vector<EngineCandidate> offered, const Build& build, const Time& time);
+
+    // Index in tried() of the choice (pick_engine), nullopt while none.
+    std::optional<std::size_t> choice() const { return pick_engine(tried_, options_, budget_); }
+    // Every candidate offered, in the order tried, with what was learned.
+    const std::vector<EngineCandidate>& tried() const noexcept { return tried_; }
+
+private:
+    LayerOptions options_;
+    std::size_t budget_ = 0;
+    bool timed_ = false;
+    std::uint32_t trials_ = 0;
+    std::vector<EngineCandidate> tried_;
+};
 
 // Chooses an engine for `pass` of `problem` under `options` within
 // `budget` bytes of workspace, finalizes its plan and returns it as a

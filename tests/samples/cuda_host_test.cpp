@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <cstddef>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "cuda/algorithms.hpp"
@@ -156,6 +158,90 @@ TEST_CASE("graph-API engine choice: the options' filters, the budget, then the f
     CHECK(describe(compiled) == "engine 15 (runtime-compiled, 1.0 MiB)");
     CHECK(describe(engine(2, {CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC}, 0, 0.25f)) ==
           "engine 2 (nondeterministic, 0.0 MiB, 0.25 ms)");
+}
+
+TEST_CASE("engine search: builds only what the notes allow, stops or times as told, precompiled first, fallback lists add only new engines") {
+    LayerOptions exact;
+    exact.tf32 = false;
+    // Candidates by id; what building and timing them gives.
+    std::map<std::size_t, std::optional<std::size_t>> workspace;
+    std::map<std::size_t, float> ms;
+    std::vector<std::size_t> built, timed;
+    const EngineSearch::Build build = [&](std::size_t id) {
+        built.push_back(id);
+        return workspace.at(id);
+    };
+    const EngineSearch::Time time = [&](std::size_t id) {
+        timed.push_back(id);
+        return ms.at(id);
+    };
+    const auto candidate = [](std::size_t id, std::int64_t index, std::vector<cudnnBackendNumericalNote_t> notes = {},
+                              bool compiled = false) {
+        EngineCandidate c = engine(index, std::move(notes), 0);
+        c.id = id;
+        c.runtime_compiled = compiled;
+        return c;
+    };
+
+    SUBCASE("heuristics only: the first allowed engine whose plan builds") {
+        workspace = {{2, std::nullopt}, {3, mib}, {4, 0}};
+        EngineSearch search(exact, gib, false);
+        search.offer({candidate(0, 10, {CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC}),
+                      candidate(1, 11, {CUDNN_NUMERICAL_NOTE_TENSOR_CORE}), candidate(2, 12), candidate(3, 13),
+                      candidate(4, 14)},
+                     build, time);
+        CHECK(built == std::vector<std::size_t>{2, 3});  // never the forbidden ones, nothing after the choice
+        CHECK(timed.empty());
+        REQUIRE(search.choice());
+        CHECK(search.tried()[*search.choice()].engine == 13);
+        CHECK(search.tried()[*search.choice()].workspace_bytes == mib);
+        CHECK(search.tried().size() == 4);
+        CHECK(engine_rejection(search.tried()[2], exact, gib).find("did not build") != std::string::npos);
+    }
+    SUBCASE("timed: up to engine_trials allowed engines, the fastest kept; a failed run never chosen") {
+        exact.engine_trials = 3;
+        workspace = {{0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 0}};
+        ms = {{0, 1.0f}, {1, -1.0f}, {3, 0.5f}, {4, 0.01f}};
+        EngineSearch search(exact, gib, true);
+        search.offer({candidate(0, 20), candidate(1, 21), candidate(2, 22, {CUDNN_NUMERICAL_NOTE_TENSOR_CORE}),
+                      candidate(3, 23), candidate(4, 24)},
+                     build, time);
+        CHECK(timed == std::vector<std::size_t>{0, 1, 3});  // the forbidden 2 is not a trial; 4 is past the budget of 3
+        REQUIRE(search.choice());
+        CHECK(search.tried()[*search.choice()].engine == 23);
+        CHECK(search.tried()[*search.choice()].time_ms == doctest::Approx(0.5));
+    }
+    SUBCASE("a plan over the workspace budget is built, then refused") {
+        workspace = {{0, 2 * mib}, {1, mib}};
+        EngineSearch search(exact, mib, false);
+        search.offer({candidate(0, 30), candidate(1, 31)}, build, time);
+        CHECK(built == std::vector<std::size_t>{0, 1});
+        REQUIRE(search.choice());
+        CHECK(search.tried()[*search.choice()].engine == 31);
+    }
+    SUBCASE("runtime-compiled engines go after the precompiled ones of their list") {
+        exact.engine_trials = 1;
+        workspace = {{0, 0}, {1, 0}};
+        ms = {{0, 0.1f}, {1, 0.9f}};
+        EngineSearch search(exact, gib, true);
+        search.offer({candidate(0, 40, {}, true), candidate(1, 41)}, build, time);
+        CHECK(built == std::vector<std::size_t>{1});  // the faster one compiles at run time: not reached
+        REQUIRE(search.choice());
+        CHECK(search.tried()[*search.choice()].engine == 41);
+    }
+    SUBCASE("a fallback list adds only engines not offered before") {
+        workspace = {{2, 0}};
+        EngineSearch search(exact, gib, false);
+        search.offer({candidate(0, 50, {CUDNN_NUMERICAL_NOTE_TENSOR_CORE})}, build, time);
+        CHECK_FALSE(search.choice());
+        search.offer({candidate(1, 50, {CUDNN_NUMERICAL_NOTE_TENSOR_CORE}), candidate(2, 51),
+                      candidate(3, 51)},
+                     build, time);
+        CHECK(built == std::vector<std::size_t>{2});
+        CHECK(search.tried().size() == 2);
+        REQUIRE(search.choice());
+        CHECK(search.tried()[*search.choice()].id == 2);
+    }
 }
 
 TEST_CASE("the convolution API has names for messages and keys") {
