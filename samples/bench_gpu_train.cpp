@@ -20,13 +20,16 @@
 // (<net>_shared, both: <net>_fused_shared); with --update-bucket-mib N > 0
 // SGD updates run in multi-tensor buckets of N MiB (<net>..._bucketN); with
 // --conv-api graph convolutions run on cuDNN graph-API engines
-// (cuda/conv_engines.hpp; <net>..._graphapi).
+// (cuda/conv_engines.hpp; <net>..._graphapi), and the serial and braid plans
+// are then replayed with legacy calls and with engines in alternation
+// (<net>_graphapi_b<batch>_graphapi_speedup_{serial,braid}_graph:).
 //
 // Exit status: 0; 1 when a check differs or a run fails; 77 without a GPU;
 // non-zero with the option named for a bad command line, checked first.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -179,6 +182,39 @@ bool check_bitwise(const Options& o, const TrainingGraph& tg, const braid::Plan&
     return cmp.identical;
 }
 
+// With --conv-api graph: `plan` in graph mode with the legacy convolution
+// calls and with graph-API engines, two trainers replayed in alternation
+// (one iteration each per round, rounds after a capture each), so both see
+// the same clocks and neighbours. Prints both medians and
+// <prefix>_graphapi_speedup_<name>_graph: legacy median over graph-API median.
+void compare_conv_apis(const Options& o, const TrainingGraph& tg, const braid::Plan& plan, const std::string& name,
+                       const std::string& prefix) {
+    constexpr std::uint32_t rounds = 15;
+    CudaRunOptions legacy_run = run_options(o), graph_run = run_options(o);
+    legacy_run.graph_mode = graph_run.graph_mode = true;
+    legacy_run.conv_graph_api = false;
+    graph_run.conv_graph_api = true;
+    CudaTrainer legacy(tg, plan, legacy_run), engines(tg, plan, graph_run);
+    legacy.warm_up();
+    engines.warm_up();
+    (void)legacy.iterate();  // capture and instantiate
+    (void)engines.iterate();
+    std::vector<double> legacy_ms, engines_ms;
+    for (std::uint32_t r = 0; r < rounds; ++r) {
+        legacy_ms.push_back(legacy.iterate());
+        engines_ms.push_back(engines.iterate());
+    }
+    const auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    const double l = median(legacy_ms), g = median(engines_ms);
+    fmt::print("{}_{}_graph_legacy_calls_median_ms: {:.3f}\n", prefix, name, l);
+    fmt::print("{}_{}_graph_graph_api_median_ms: {:.3f}\n", prefix, name, g);
+    fmt::print("{}_graphapi_speedup_{}_graph: {:.3f}\n", prefix, name, l / g);
+    std::fflush(stdout);
+}
+
 // Tunes braid's best plans and the baselines on this GPU (graph mode) and
 // prints the tuned plan's median against the best baseline's, both from the
 // same interleaved rounds. Returns the tuned plan.
@@ -269,6 +305,10 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
     std::fflush(stdout);
 
     const braid::Plan tuned = tune_net(o, tg, device, prefix);
+    if (o.conv_api == "graph") {
+        compare_conv_apis(o, tg, serial, "serial", prefix);
+        compare_conv_apis(o, tg, braid_plan, "braid", prefix);
+    }
 
     // Bitwise: braid's plan and the tuned one against serial.
     bool identical = check_bitwise(o, tg, braid_plan, serial, prefix + "_braid_graph");
