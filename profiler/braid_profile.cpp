@@ -87,6 +87,11 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_flag("--no-cupti", opt.no_cupti, "time ops with CUDA events instead of CUPTI (durations-only profile)");
     app.add_flag("--kernels", opt.kernels, "also print every kernel and transfer of every op");
+    std::string conv_api = "legacy";
+    CLI::Option* api = app.add_option("--conv-api", conv_api,
+                                      "a bundled net's convolutions: cuDNN's legacy calls or its graph API's engines")
+                           ->check(CLI::IsMember({"legacy", "graph"}))
+                           ->capture_default_str();
     app.footer(
         "Examples:\n"
         "  braid-profile --warmup 5 --iters 20 --profile-out demo.profile.json \\\n"
@@ -100,7 +105,13 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
     m.aux_classifiers = !no_aux;
     m.update_bucket_bytes = bucket_mib << 20;
+    opt.conv_graph_api = conv_api == "graph";
     if (image->count() == 0) m.image = braid::samples::default_image(opt.network);
+    if (api->count() > 0 && opt.network == "demo") {
+        std::fprintf(stderr, "braid-profile: --conv-api chooses how a bundled net's convolutions run; the demo has no "
+                             "cuDNN convolutions (give --net NAME)\n");
+        return 2;
+    }
     for (const CLI::Option* o : {batch, image, classes, width, aux, fuse, share, bucket})
         if (o->count() > 0 && opt.network == "demo") {
             std::fprintf(stderr, "braid-profile: %s sizes a bundled net; the demo has a fixed size (give --net NAME)\n",

@@ -104,7 +104,9 @@ int profile_bundled_net(const ProfileToolOptions& opt, const samples::TrainConfi
     request.run.settings = samples::net_settings(config.model);
     request.run.tool = tool_name();
     const auto start = std::chrono::steady_clock::now();
-    const samples::TrainingProfile result = samples::profile_cuda_training(tg, request);
+    samples::CudaRunOptions run;
+    run.conv_graph_api = opt.conv_graph_api;
+    const samples::TrainingProfile result = samples::profile_cuda_training(tg, request, run);
     print_tracing(result.warnings, result.cupti_library);
     // gpu-check reads this line: profiling GoogLeNet or ResNet-50 at batch 32 must take under 30 s.
     fmt::print("profile_seconds: {:.1f}\n",

@@ -27,6 +27,7 @@ struct ProfileToolOptions {
     std::uint32_t max_streams = 8;
     bool no_cupti = false;  // CUDA events only: a durations-only profile
     bool kernels = false;   // print every kernel and transfer too
+    bool conv_graph_api = false;  // a bundled net's convolutions on cuDNN graph-API engines
 };
 
 // 0 on success, 77 without a CUDA device ("no CUDA device ..." on stdout).

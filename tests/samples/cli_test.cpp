@@ -297,6 +297,15 @@ TEST_CASE("braid-profile --net: braid-train's network options, errors before the
     CAPTURE(demo.output);
     CHECK(demo.status == 2);
     CHECK(demo.output.find("--batch sizes a bundled net; the demo has a fixed size") != std::string::npos);
+    const Run demo_api = profile("--conv-api graph");
+    CAPTURE(demo_api.output);
+    CHECK(demo_api.status == 2);
+    CHECK(demo_api.output.find("--conv-api chooses how a bundled net's convolutions run") != std::string::npos);
+    const Run bad_api = profile("--net resnet50 --conv-api fast");
+    CAPTURE(bad_api.output);
+    CHECK(bad_api.status != 0);
+    CHECK(bad_api.status != 77);
+    CHECK(bad_api.output.find("--conv-api: fast not in {legacy,graph}") != std::string::npos);
     // Inception-v3's default is 299x299 here too: 224 would fail to build before any GPU is looked for.
     const Run v3 = profile("--net inception_v3 --batch 1 --width-scale 0.125 --profile-out /nonexistent/p.json");
     CAPTURE(v3.output);
