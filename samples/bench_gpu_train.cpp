@@ -21,8 +21,9 @@
 // SGD updates run in multi-tensor buckets of N MiB (<net>..._bucketN); with
 // --conv-api graph convolutions run on cuDNN graph-API engines
 // (cuda/conv_engines.hpp; <net>..._graphapi), and the serial and braid plans
-// are then replayed with legacy calls and with engines in alternation
-// (<net>_graphapi_b<batch>_graphapi_speedup_{serial,braid}_graph:).
+// are then replayed with legacy calls and with engines in alternation, 15
+// rounds (<net>_graphapi_b<batch>_graphapi_speedup_{serial,braid}_graph:,
+// the median of the per-round ratios).
 //
 // Exit status: 0; 1 when a check differs or a run fails; 77 without a GPU;
 // non-zero with the option named for a bad command line, checked first.
@@ -182,36 +183,15 @@ bool check_bitwise(const Options& o, const TrainingGraph& tg, const braid::Plan&
     return cmp.identical;
 }
 
-// With --conv-api graph: `plan` in graph mode with the legacy convolution
-// calls and with graph-API engines, two trainers replayed in alternation
-// (one iteration each per round, rounds after a capture each), so both see
-// the same clocks and neighbours. Prints both medians and
-// <prefix>_graphapi_speedup_<name>_graph: legacy median over graph-API median.
-void compare_conv_apis(const Options& o, const TrainingGraph& tg, const braid::Plan& plan, const std::string& name,
-                       const std::string& prefix) {
-    constexpr std::uint32_t rounds = 15;
-    CudaRunOptions legacy_run = run_options(o), graph_run = run_options(o);
-    legacy_run.graph_mode = graph_run.graph_mode = true;
-    legacy_run.conv_graph_api = false;
-    graph_run.conv_graph_api = true;
-    CudaTrainer legacy(tg, plan, legacy_run), engines(tg, plan, graph_run);
-    legacy.warm_up();
-    engines.warm_up();
-    (void)legacy.iterate();  // capture and instantiate
-    (void)engines.iterate();
-    std::vector<double> legacy_ms, engines_ms;
-    for (std::uint32_t r = 0; r < rounds; ++r) {
-        legacy_ms.push_back(legacy.iterate());
-        engines_ms.push_back(engines.iterate());
-    }
-    const auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
-    const double l = median(legacy_ms), g = median(engines_ms);
-    fmt::print("{}_{}_graph_legacy_calls_median_ms: {:.3f}\n", prefix, name, l);
-    fmt::print("{}_{}_graph_graph_api_median_ms: {:.3f}\n", prefix, name, g);
-    fmt::print("{}_graphapi_speedup_{}_graph: {:.3f}\n", prefix, name, l / g);
+// With --conv-api graph: `plan` replayed with the legacy calls and with
+// graph-API engines in alternation (compare_conv_apis). Prints both medians
+// and <prefix>_graphapi_speedup_<name>_graph: (legacy over graph API).
+void print_conv_api_comparison(const Options& o, const TrainingGraph& tg, const braid::Plan& plan,
+                               const std::string& name, const std::string& prefix) {
+    const ConvApiComparison c = compare_conv_apis(tg, plan, run_options(o));
+    fmt::print("{}_{}_graph_legacy_calls_median_ms: {:.3f}\n", prefix, name, c.legacy_median_ms);
+    fmt::print("{}_{}_graph_graph_api_median_ms: {:.3f}\n", prefix, name, c.graph_api_median_ms);
+    fmt::print("{}_graphapi_speedup_{}_graph: {:.3f}\n", prefix, name, c.speedup);
     std::fflush(stdout);
 }
 
@@ -306,8 +286,8 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
 
     const braid::Plan tuned = tune_net(o, tg, device, prefix);
     if (o.conv_api == "graph") {
-        compare_conv_apis(o, tg, serial, "serial", prefix);
-        compare_conv_apis(o, tg, braid_plan, "braid", prefix);
+        print_conv_api_comparison(o, tg, serial, "serial", prefix);
+        print_conv_api_comparison(o, tg, braid_plan, "braid", prefix);
     }
 
     // Bitwise: braid's plan and the tuned one against serial.

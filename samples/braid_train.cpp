@@ -75,7 +75,7 @@ struct Options {
     bool deterministic = false;  // cuda: deterministic cuDNN algorithms without --check too
     bool no_tf32 = false;        // cuda: FP32 convolutions and GEMMs
     bool heuristic_algorithms = false;
-    std::string conv_api = "legacy";  // cuda: legacy cuDNN calls or graph-API engines
+    std::string conv_api = "legacy";  // cuda: legacy cuDNN calls, graph-API engines, or auto (measured here)
     bool strategy_given = false;
     bool tune = false;             // measure braid's best plans here and train with the fastest
     std::uint32_t tune_top = 6;
@@ -347,7 +347,26 @@ TrainingGraph make_training_graph(const Options& o, std::string& label) {
     return build_training_graph(config);
 }
 
-int train(const Options& o) {
+#if BRAID_SAMPLES_WITH_CUDA
+// --conv-api auto: the serial plan replayed with both convolution APIs in
+// alternation on this GPU (this run's other settings); the graph API's
+// engines when their paired median is faster by more than tuning's
+// equivalence margin, else the legacy calls.
+std::string measure_conv_api(const Options& o, const TrainingGraph& tg, const std::string& device) {
+    fmt::print("conv API: timing the serial plan with legacy calls and graph-API engines, in alternation\n");
+    std::fflush(stdout);
+    const ConvApiComparison c = compare_conv_apis(tg, braid::strategy::serial(tg.graph, device), cuda_run_options(o));
+    const bool engines = c.speedup > 1.0 + braid::TuneOptions{}.equivalence;
+    fmt::print("conv API: legacy calls {:.2f} ms, graph-API engines {:.2f} ms (medians of {} rounds; legacy/graph "
+               "{:.3f}): {}\n",
+               c.legacy_median_ms, c.graph_api_median_ms, c.rounds, c.speedup,
+               engines ? "graph-API engines" : "legacy calls");
+    std::fflush(stdout);
+    return engines ? "graph" : "legacy";
+}
+#endif
+
+int train(Options o) {
     std::string label;
     const TrainingGraph tg = make_training_graph(o, label);
 
@@ -374,6 +393,9 @@ int train(const Options& o) {
     std::fflush(stdout);
 
     const braid::DeviceSpec device = braid::load_device(o.device);
+#if BRAID_SAMPLES_WITH_CUDA
+    if (o.backend == "cuda" && o.conv_api == "auto") o.conv_api = measure_conv_api(o, tg, device.key);
+#endif
     const std::optional<braid::Calibration> calibration = training_calibration(o, device);
     if (o.tune || o.strategy == "braid" || o.strategy == "glp4nn")  // the strategies that plan on the model
         fmt::print("planned with {}\n", braid::describe_calibration(calibration, o.calibration));
@@ -548,8 +570,9 @@ int main(int argc, char** argv) {
     app.add_flag("--heuristic-algorithms", o.heuristic_algorithms,
                  "cuda: cuDNN's heuristics choose convolution algorithms instead of timing them (cudnnFind)");
     app.add_option("--conv-api", o.conv_api,
-                   "cuda: convolutions through cuDNN's legacy calls or its graph API's engines (docs/samples.md)")
-        ->check(CLI::IsMember({"legacy", "graph"}))
+                   "cuda: convolutions through cuDNN's legacy calls, its graph API's engines, or auto: the faster of "
+                   "the two on this GPU, measured first (docs/samples.md)")
+        ->check(CLI::IsMember({"legacy", "graph", "auto"}))
         ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     o.net_given = net->count() > 0;

@@ -5,6 +5,7 @@
 #include <cudnn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -222,6 +223,31 @@ int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const
             return compare_weights(trainer.weights(), reference.weights());
         };
     return run_training_loop(loop);
+}
+
+ConvApiComparison compare_conv_apis(const TrainingGraph& graph, const braid::Plan& plan, CudaRunOptions run,
+                                    std::uint32_t rounds) {
+    if (rounds == 0) throw braid::Error("compare_conv_apis: rounds must be at least 1");
+    run.graph_mode = true;
+    CudaRunOptions legacy_run = run, graph_run = run;
+    legacy_run.conv_graph_api = false;
+    graph_run.conv_graph_api = true;
+    CudaTrainer legacy(graph, plan, legacy_run), engines(graph, plan, graph_run);
+    legacy.warm_up();
+    engines.warm_up();
+    (void)legacy.iterate();  // capture and instantiate
+    (void)engines.iterate();
+    std::vector<double> legacy_ms, engines_ms, ratio;
+    for (std::uint32_t r = 0; r < rounds; ++r) {
+        legacy_ms.push_back(legacy.iterate());
+        engines_ms.push_back(engines.iterate());
+        ratio.push_back(legacy_ms.back() / engines_ms.back());
+    }
+    const auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.size() % 2 == 1 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    };
+    return ConvApiComparison{rounds, median(legacy_ms), median(engines_ms), median(ratio)};
 }
 
 TrainingProfile profile_cuda_training(const TrainingGraph& graph, const TrainingProfileRequest& request,

@@ -147,6 +147,19 @@ struct CudaTrainRequest {
 };
 int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const CudaTrainRequest& request);
 
+// `plan` replayed as a CUDA graph with the legacy convolution calls and
+// with graph-API engines (otherwise `run`'s settings): two trainers, one
+// iteration each per round after a capture each, so both see the same
+// clocks and neighbours.
+struct ConvApiComparison {
+    std::uint32_t rounds = 0;
+    double legacy_median_ms = 0.0;
+    double graph_api_median_ms = 0.0;
+    double speedup = 0.0;  // the median over rounds of legacy ms / graph-API ms (paired, as tuning compares)
+};
+ConvApiComparison compare_conv_apis(const TrainingGraph& graph, const braid::Plan& plan, CudaRunOptions run,
+                                    std::uint32_t rounds = 15);
+
 // The profile of `graph`'s training step on the current CUDA device, what
 // braid-profile --net and braid-train --profile-out write: a CudaTrainer of
 // the serial plan in eager mode (`options`' algorithms and math; graph_mode

@@ -77,7 +77,7 @@ TEST_CASE("braid-train rejects bad arguments with a clear error") {
                 "smallest image inception_v3 accepts is 299x299 (75x75 without the auxiliary classifiers)");
     check_fails("--net inception_v3 --no-aux --image 64 --summary", "the smallest image inception_v3 accepts is 75x75");
     check_fails("--net resnet18 --backend tpu", "--backend: tpu not in {host,cuda}");
-    check_fails("--net resnet18 --conv-api cudnn8", "--conv-api: cudnn8 not in {legacy,graph}");
+    check_fails("--net resnet18 --conv-api cudnn8", "--conv-api: cudnn8 not in {legacy,graph,auto}");
     check_fails("--net resnet18 --mode graph " + tiny, "--mode graph");
     check_fails("--net resnet18 --strategy fastest " + tiny, "--strategy 'fastest' is neither");
     check_fails("--net resnet18 --strategy /nonexistent/plan.json " + tiny, "plan file '/nonexistent/plan.json' does not exist");
