@@ -44,7 +44,7 @@ bool has(const EngineCandidate& c, cudnnBackendNumericalNote_t note) {
 }  // namespace
 
 std::string engine_rejection(const EngineCandidate& c, const LayerOptions& o, std::size_t budget) {
-    if (!c.built) return "its plan did not build or run for this problem";
+    if (!c.failure.empty()) return c.failure;
     if (o.deterministic && has(c, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)) return "nondeterministic";
     if (!o.tf32 && has(c, CUDNN_NUMERICAL_NOTE_TENSOR_CORE)) return "tensor cores (TF32) without --tf32";
     // Down-converted inputs (to FP16 or BF16) lose more than TF32 does, with or without it.
@@ -83,25 +83,24 @@ std::string describe(const EngineCandidate& c) {
 
 void EngineSearch::offer(std::vector<EngineCandidate> offered, const Build& build, const Time& time) {
     std::vector<EngineCandidate> fresh;
-    for (EngineCandidate& c : offered) {
-        const auto same = [&](const EngineCandidate& o) { return o.engine == c.engine; };
-        if (std::none_of(tried_.begin(), tried_.end(), same) && std::none_of(fresh.begin(), fresh.end(), same))
+    for (EngineCandidate& c : offered)
+        if (std::none_of(tried_.begin(), tried_.end(), [&](const EngineCandidate& o) { return o.engine == c.engine; }))
             fresh.push_back(std::move(c));
-    }
     std::stable_partition(fresh.begin(), fresh.end(), [](const EngineCandidate& c) { return !c.runtime_compiled; });
+    const std::uint32_t trials = std::max<std::uint32_t>(options_.engine_trials, 1);
     for (EngineCandidate& c : fresh) {
-        if (timed_ ? trials_ >= options_.engine_trials : choice().has_value()) return;
+        if (timed_ ? trials_ >= trials : choice().has_value()) return;
         bool allowed = engine_rejection(c, options_, budget_).empty();  // by its notes
         if (allowed) {
-            const std::optional<std::size_t> workspace = build(c.id);
-            c.built = workspace.has_value();
-            c.workspace_bytes = workspace.value_or(0);
+            const Built b = build(c.id);
+            c.failure = b.failure;
+            c.workspace_bytes = b.workspace_bytes;
             allowed = engine_rejection(c, options_, budget_).empty();  // built, and within the budget
         }
         if (allowed && timed_) {
             ++trials_;
             c.time_ms = time(c.id);
-            if (c.time_ms < 0.0f) c.built = false;  // it did not run: never the choice
+            if (c.time_ms < 0.0f) c.failure = "its plan failed when timed";  // never the choice
         }
         tried_.push_back(std::move(c));
     }
@@ -300,13 +299,16 @@ cudnnHandle_t planning_handle() {
     return it->second.get();
 }
 
-// The plan of `config`, or null when cuDNN cannot build it for this problem.
-std::shared_ptr<GraphConvPlan> build_plan(cudnnHandle_t handle, const Backend& config, std::size_t& workspace) {
+// The plan of `config`, or null with the finalize status when cuDNN cannot
+// build it for this problem.
+std::shared_ptr<GraphConvPlan> build_plan(cudnnHandle_t handle, const Backend& config, std::size_t& workspace,
+                                          cudnnStatus_t& status) {
     Backend plan = make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     cudnnBackendDescriptor_t raw = config.get();
     set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, &raw);
     set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &handle);
-    if (cudnnBackendFinalize(plan.get()) != CUDNN_STATUS_SUCCESS) return nullptr;
+    status = cudnnBackendFinalize(plan.get());
+    if (status != CUDNN_STATUS_SUCCESS) return nullptr;
     std::int64_t bytes = 0, n = 0;
     check(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
                                    &bytes),
@@ -354,22 +356,29 @@ float time_plan(cudnnHandle_t handle, cudaStream_t stream, const GraphConvPlan& 
 
 }  // namespace
 
+void prepare_graph_api() { (void)planning_handle(); }
+
 ConvAlgorithm choose_conv_engine(cudnnHandle_t handle, cudaStream_t stream, ConvPass pass,
                                  const GraphConvProblem& problem, const LayerOptions& options,
                                  const std::string& layer, std::size_t budget) {
+    static std::mutex choosing;  // one thread at a time on the planning handle
+    std::lock_guard lock(choosing);
     const cudnnHandle_t planner = planning_handle();
     const Backend graph = operation_graph(planner, pass, problem);
     EngineSearch search(options, budget, options.search == AlgorithmSearch::find && problem.can_time());
     std::vector<Backend> configs;  // every list's, by candidate id
     std::vector<std::shared_ptr<GraphConvPlan>> plans;     // by candidate id, once built
-    const EngineSearch::Build build = [&](std::size_t id) -> std::optional<std::size_t> {
-        std::size_t workspace = 0;
-        plans[id] = build_plan(planner, configs[id], workspace);
+    const EngineSearch::Build build = [&](std::size_t id) {
+        EngineSearch::Built b;
+        cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+        plans[id] = build_plan(planner, configs[id], b.workspace_bytes, status);
         if (!plans[id]) {
             (void)cudaGetLastError();
-            return std::nullopt;
+            // NOT_SUPPORTED (3000-3999) is the engine declining the problem;
+            // anything else (a bad parameter, say) is named in the message.
+            b.failure = "its plan did not build: " + braid::cuda::status_text(status);
         }
-        return workspace;
+        return b;
     };
     const EngineSearch::Time time = [&](std::size_t id) {
         const float ms = time_plan(handle, stream, *plans[id], problem);

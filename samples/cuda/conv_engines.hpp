@@ -79,7 +79,7 @@ struct EngineCandidate {
     std::vector<cudnnBackendNumericalNote_t> notes;
     bool runtime_compiled = false;    // CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION: its plan compiles a kernel
     std::size_t workspace_bytes = 0;  // of its finalized plan
-    bool built = true;                // its execution plan finalized
+    std::string failure;              // why its plan did not build or run; empty when it did (or was not tried)
     float time_ms = -1.0f;            // the median of its timed runs; -1 untimed
 };
 
@@ -100,18 +100,24 @@ std::string describe(const EngineCandidate& c);
 // offer at a time; the caller builds and times plans when asked.
 class EngineSearch {
 public:
-    // Builds a plan: its workspace bytes, or nullopt when it does not build.
-    using Build = std::function<std::optional<std::size_t>(std::size_t id)>;
+    // What building a plan gave: its workspace bytes, or why it did not build.
+    struct Built {
+        std::size_t workspace_bytes = 0;
+        std::string failure;  // empty: built
+    };
+    using Build = std::function<Built(std::size_t id)>;
     // Times a built plan: ms, negative when a run failed.
     using Time = std::function<float(std::size_t id)>;
 
     EngineSearch(const LayerOptions& options, std::size_t budget, bool timed)
         : options_(options), budget_(budget), timed_(timed) {}
 
-    // One heuristics list, best first. Tries its engines not offered
-    // before, precompiled ones first (the list's order within each): builds
-    // each whose notes allow it; untimed, stops at the first that builds;
-    // timed, times the allowed ones until options.engine_trials were timed.
+    // One heuristics list, best first. Tries its configurations whose
+    // engine no earlier list offered (a list may hold one engine with other
+    // knobs, and both are tried), precompiled ones first (the list's order
+    // within each): builds each whose notes allow it; untimed, stops at the
+    // first that builds; timed, times the allowed ones until
+    // max(1, options.engine_trials) were timed.
     void offer(std::vector<EngineCandidate> offered, const Build& build, const Time& time);
 
     // Index in tried() of the choice (pick_engine), nullopt while none.
@@ -133,10 +139,16 @@ private:
 // `stream`, the one `handle` issues on, when the problem carries buffers
 // and options.search is find.
 // Throws braid::Error naming `layer`, the pass and every candidate's
-// rejection when none can run.
+// rejection when none can run. Serialized process-wide (the planning
+// handle is shared).
 ConvAlgorithm choose_conv_engine(cudnnHandle_t handle, cudaStream_t stream, ConvPass pass,
                                  const GraphConvProblem& problem, const LayerOptions& options,
                                  const std::string& layer, std::size_t budget);
+
+// Makes the cuDNN handle graphs and plans of the current device are built
+// with, if there is none yet: call it outside stream capture (creating a
+// handle allocates device memory). choose_conv_engine makes it otherwise.
+void prepare_graph_api();
 
 // Runs `plan` on the lane's handle (its stream): x, w, y as in
 // GraphConvProblem, `workspace` of at least the plan's workspace bytes.

@@ -52,6 +52,25 @@ bool capturing(cudaStream_t stream) {
     return status != cudaStreamCaptureStatusNone;
 }
 
+// While alive (when `on`), this thread's stream-capture mode is relaxed:
+// calls that strict capture forbids (allocation, module loading) are
+// allowed and not captured. The mode before is restored after.
+class RelaxedCapture {
+public:
+    explicit RelaxedCapture(bool on) : on_(on) {
+        if (on_) braid::cuda::check(cudaThreadExchangeStreamCaptureMode(&mode_), "cudaThreadExchangeStreamCaptureMode");
+    }
+    ~RelaxedCapture() {
+        if (on_) (void)cudaThreadExchangeStreamCaptureMode(&mode_);
+    }
+    RelaxedCapture(const RelaxedCapture&) = delete;
+    RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+private:
+    bool on_;
+    cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
 // " (F of T bytes free on the device)", or "" when the runtime cannot say.
 std::string free_memory_note() {
     std::size_t free = 0, total = 0;
@@ -109,7 +128,9 @@ CudaConv::CudaConv(std::string name, const Conv2d& layer, const LayerOptions& op
     : name_(std::move(name)), layer_(layer), options_(options),
       filter_(make_filter_descriptor(layer.config.out_channels, layer.in.c / layer.config.groups, layer.config.kernel.h,
                                      layer.config.kernel.w)),
-      conv_(make_conv_descriptor(layer.config.pad.h, layer.config.pad.w, layer.config.stride, layer.config.groups)) {}
+      conv_(make_conv_descriptor(layer.config.pad.h, layer.config.pad.w, layer.config.stride, layer.config.groups)) {
+    if (options_.conv_api == ConvApi::graph) prepare_graph_api();  // before any capture
+}
 
 std::size_t CudaConv::scratch_bytes() const {
     return layer_.config.bias ? channel_reduction_scratch_bytes(layer_.out.n, layer_.out.c, layer_.out.h, layer_.out.w)
@@ -127,14 +148,22 @@ const ConvAlgorithm& CudaConv::algorithm(CudaLane& lane, ConvPass pass, std::uin
         << layer_.in.w << "/" << x_stride << " k=" << c.out_channels << " rs=" << to_string(c.kernel) << " pad=" << to_string(c.pad)
         << " stride=" << c.stride << " groups=" << c.groups << " y/" << y_stride << (options_.tf32 ? " tf32" : " fp32")
         << (options_.deterministic ? " deterministic" : " any") << " ws<=" << options_.workspace_limit_bytes;
-    if (options_.conv_api == ConvApi::graph) key << " graph-api align=" << alignment;
+    if (options_.conv_api == ConvApi::graph) {
+        int device = 0;  // a plan is built for one device
+        braid::cuda::check(cudaGetDevice(&device), "cudaGetDevice");
+        key << " graph-api align=" << alignment << " device=" << device;
+    }
     AlgorithmCache& cache = AlgorithmCache::process();
     std::optional<ConvAlgorithm> a = cache.lookup(key.str());
     if (!a) {
         Search search{.budget = options_.workspace_limit_bytes};
         braid::cuda::DeviceBuffer buffer;
-        // During capture nothing may run or be allocated: cuDNN's heuristics choose instead.
-        if (options_.search == AlgorithmSearch::find && !capturing(lane.stream)) {
+        // During capture nothing may run: cuDNN's heuristics choose instead,
+        // and this thread's capture mode is relaxed while they do (building
+        // a graph-API plan may load a module, which strict capture forbids).
+        const bool in_capture = capturing(lane.stream);
+        const RelaxedCapture relaxed(in_capture);
+        if (options_.search == AlgorithmSearch::find && !in_capture) {
             std::size_t free = 0, total = 0;
             braid::cuda::check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
             buffer = search_workspace(workspace_budget(options_.workspace_limit_bytes, free));

@@ -121,7 +121,7 @@ TEST_CASE("graph-API engine choice: the options' filters, the budget, then the f
     const EngineCandidate big = engine(14, {}, 2 * gib);
     const EngineCandidate plain = engine(15, {}, mib);
     EngineCandidate broken = engine(16, {}, 0);
-    broken.built = false;
+    broken.failure = "its plan did not build: CUDNN_STATUS_NOT_SUPPORTED (status 3000)";
 
     CHECK(engine_rejection(tensor, exact, gib).find("tensor cores") != std::string::npos);
     CHECK(engine_rejection(tensor, fast, gib).empty());
@@ -169,7 +169,8 @@ TEST_CASE("engine search: builds only what the notes allow, stops or times as to
     std::vector<std::size_t> built, timed;
     const EngineSearch::Build build = [&](std::size_t id) {
         built.push_back(id);
-        return workspace.at(id);
+        const std::optional<std::size_t> w = workspace.at(id);
+        return w ? EngineSearch::Built{*w, ""} : EngineSearch::Built{0, "its plan did not build: status 3000"};
     };
     const EngineSearch::Time time = [&](std::size_t id) {
         timed.push_back(id);
@@ -210,6 +211,22 @@ TEST_CASE("engine search: builds only what the notes allow, stops or times as to
         REQUIRE(search.choice());
         CHECK(search.tried()[*search.choice()].engine == 23);
         CHECK(search.tried()[*search.choice()].time_ms == doctest::Approx(0.5));
+        CHECK(engine_rejection(search.tried()[1], exact, gib) == "its plan failed when timed");
+    }
+    SUBCASE("one engine with two knob settings in a list: both tried; no trials asked for still times one") {
+        workspace = {{0, 0}, {1, 0}};
+        ms = {{0, 0.8f}, {1, 0.4f}};
+        EngineSearch search(exact, gib, true);
+        search.offer({candidate(0, 60), candidate(1, 60)}, build, time);
+        CHECK(timed == std::vector<std::size_t>{0, 1});
+        REQUIRE(search.choice());
+        CHECK(search.tried()[*search.choice()].id == 1);
+        exact.engine_trials = 0;
+        timed.clear();
+        EngineSearch one(exact, gib, true);
+        one.offer({candidate(0, 60), candidate(1, 60)}, build, time);
+        CHECK(timed == std::vector<std::size_t>{0});
+        CHECK(one.choice());
     }
     SUBCASE("a plan over the workspace budget is built, then refused") {
         workspace = {{0, 2 * mib}, {1, mib}};
