@@ -92,6 +92,11 @@ int main(int argc, char** argv) {
                                       "a bundled net's convolutions: cuDNN's legacy calls or its graph API's engines")
                            ->check(CLI::IsMember({"legacy", "graph"}))
                            ->capture_default_str();
+    std::string batch_norm = "own";
+    CLI::Option* bn = app.add_option("--batch-norm", batch_norm,
+                                     "a bundled net's batch norms: the own kernels or cuDNN's")
+                          ->check(CLI::IsMember({"own", "cudnn"}))
+                          ->capture_default_str();
     app.footer(
         "Examples:\n"
         "  braid-profile --warmup 5 --iters 20 --profile-out demo.profile.json \\\n"
@@ -106,10 +111,16 @@ int main(int argc, char** argv) {
     m.aux_classifiers = !no_aux;
     m.update_bucket_bytes = bucket_mib << 20;
     opt.conv_graph_api = conv_api == "graph";
+    opt.cudnn_batch_norm = batch_norm == "cudnn";
     if (image->count() == 0) m.image = braid::samples::default_image(opt.network);
     if (api->count() > 0 && opt.network == "demo") {
         std::fprintf(stderr, "braid-profile: --conv-api chooses how a bundled net's convolutions run; the demo has no "
                              "cuDNN convolutions (give --net NAME)\n");
+        return 2;
+    }
+    if (bn->count() > 0 && opt.network == "demo") {
+        std::fprintf(stderr, "braid-profile: --batch-norm chooses how a bundled net's batch norms run; the demo has "
+                             "none (give --net NAME)\n");
         return 2;
     }
     for (const CLI::Option* o : {batch, image, classes, width, aux, fuse, share, bucket})

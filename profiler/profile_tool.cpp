@@ -106,6 +106,7 @@ int profile_bundled_net(const ProfileToolOptions& opt, const samples::TrainConfi
     const auto start = std::chrono::steady_clock::now();
     samples::CudaRunOptions run;
     run.conv_graph_api = opt.conv_graph_api;
+    run.cudnn_batch_norm = opt.cudnn_batch_norm;
     const samples::TrainingProfile result = samples::profile_cuda_training(tg, request, run);
     print_tracing(result.warnings, result.cupti_library);
     // gpu-check reads this line: profiling GoogLeNet or ResNet-50 at batch 32 must take under 30 s.

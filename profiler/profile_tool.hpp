@@ -28,6 +28,7 @@ struct ProfileToolOptions {
     bool no_cupti = false;  // CUDA events only: a durations-only profile
     bool kernels = false;   // print every kernel and transfer too
     bool conv_graph_api = false;  // a bundled net's convolutions on cuDNN graph-API engines
+    bool cudnn_batch_norm = false;  // a bundled net's batch norms on cuDNN's kernels
 };
 
 // 0 on success, 77 without a CUDA device ("no CUDA device ..." on stdout).

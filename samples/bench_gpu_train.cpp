@@ -69,21 +69,23 @@ struct Options {
     bool share_batch_norm_sums = false;
     std::uint64_t update_bucket_mib = 0;
     std::string conv_api = "legacy";  // cuda::ConvApi by name
+    std::string batch_norm = "own";   // cuda::BatchNormKernels by name
 };
 
-// What every CudaTrainer of the run starts from: the convolution API.
+// What every CudaTrainer of the run starts from: the convolution API and the batch-norm kernels.
 CudaRunOptions run_options(const Options& o) {
     CudaRunOptions run;
     run.conv_graph_api = o.conv_api == "graph";
+    run.cudnn_batch_norm = o.batch_norm == "cudnn";
     return run;
 }
 
 // The net as keys name it: <net>, <net>_fused, <net>_shared or <net>_fused_shared,
-// then _bucketN and _graphapi as those options say.
+// then _bucketN, _graphapi and _cudnnbn as those options say.
 std::string key_name(const Options& o, const std::string& net) {
     return net + (o.fuse_relu ? "_fused" : "") + (o.share_batch_norm_sums ? "_shared" : "") +
            (o.update_bucket_mib > 0 ? "_bucket" + std::to_string(o.update_bucket_mib) : "") +
-           (o.conv_api == "graph" ? "_graphapi" : "");
+           (o.conv_api == "graph" ? "_graphapi" : "") + (o.batch_norm == "cudnn" ? "_cudnnbn" : "");
 }
 
 // The command line, checked in full before anything asks for a GPU, so a
@@ -126,6 +128,9 @@ void add_options(CLI::App& app, Options& o) {
                    "cuDNN API of the convolutions: legacy calls or graph-API engines (keys <net>_graphapi)")
         ->check(CLI::IsMember({"legacy", "graph"}))
         ->capture_default_str();
+    app.add_option("--batch-norm", o.batch_norm, "batch-norm kernels: the own ones or cuDNN's (keys <net>_cudnnbn)")
+        ->check(CLI::IsMember({"own", "cudnn"}))
+        ->capture_default_str();
 }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -151,6 +156,12 @@ double time_plan(const Options& o, const TrainingGraph& tg, const braid::Plan& p
     fmt::print("{}_ms: {:.3f}\n", key, ms);
     fmt::print("{}_loss: {:.6f}\n", key, trainer.loss());
     fmt::print("{}_setup_s: {:.1f}\n", key, seconds_since(t0) - (sum + ms) * 1e-3);
+    if (run.cudnn_batch_norm) {
+        const CudaTrainer::BatchNormUse b = trainer.batch_norm_use();
+        fmt::print("{}_bn_cudnn_passes: {}\n", key, b.cudnn_passes);
+        fmt::print("{}_bn_own_passes: {}\n", key, b.own_passes);
+        for (const std::string& r : b.declined) fmt::print("{}: batch norm on own kernels: {}\n", key, r);
+    }
     std::fflush(stdout);
     return ms;
 }
@@ -183,16 +194,33 @@ bool check_bitwise(const Options& o, const TrainingGraph& tg, const braid::Plan&
     return cmp.identical;
 }
 
-// With --conv-api graph: `plan` replayed with the legacy calls and with
-// graph-API engines in alternation (compare_conv_apis). Prints both medians
-// and <prefix>_graphapi_speedup_<name>_graph: (legacy over graph API).
-void print_conv_api_comparison(const Options& o, const TrainingGraph& tg, const braid::Plan& plan,
+// For each setting this run changes (--conv-api graph, --batch-norm cudnn):
+// `plan` replayed without and with it, the run's other settings alike, in
+// alternation (compare_runs). Prints both medians and
+// <prefix>_<tag>_speedup_<name>_graph: (the median without over the median with).
+void print_setting_comparisons(const Options& o, const TrainingGraph& tg, const braid::Plan& plan,
                                const std::string& name, const std::string& prefix) {
-    const ConvApiComparison c = compare_conv_apis(tg, plan, run_options(o));
-    fmt::print("{}_{}_graph_legacy_calls_median_ms: {:.3f}\n", prefix, name, c.legacy_median_ms);
-    fmt::print("{}_{}_graph_graph_api_median_ms: {:.3f}\n", prefix, name, c.graph_api_median_ms);
-    fmt::print("{}_graphapi_speedup_{}_graph: {:.3f}\n", prefix, name, c.speedup);
-    std::fflush(stdout);
+    struct Setting {
+        bool on;
+        const char* tag;
+        const char* without;  // median keys
+        const char* with;
+        void (*clear)(CudaRunOptions&);
+    };
+    const Setting settings[] = {
+        {o.conv_api == "graph", "graphapi", "legacy_calls", "graph_api", [](CudaRunOptions& r) { r.conv_graph_api = false; }},
+        {o.batch_norm == "cudnn", "cudnnbn", "own_bn", "cudnn_bn", [](CudaRunOptions& r) { r.cudnn_batch_norm = false; }},
+    };
+    for (const Setting& s : settings) {
+        if (!s.on) continue;
+        CudaRunOptions base = run_options(o);
+        s.clear(base);
+        const RunComparison c = compare_runs(tg, plan, base, run_options(o));
+        fmt::print("{}_{}_graph_{}_median_ms: {:.3f}\n", prefix, name, s.without, c.base_median_ms);
+        fmt::print("{}_{}_graph_{}_median_ms: {:.3f}\n", prefix, name, s.with, c.variant_median_ms);
+        fmt::print("{}_{}_speedup_{}_graph: {:.3f}\n", prefix, s.tag, name, c.speedup);
+        std::fflush(stdout);
+    }
 }
 
 // Tunes braid's best plans and the baselines on this GPU (graph mode) and
@@ -285,10 +313,8 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
     std::fflush(stdout);
 
     const braid::Plan tuned = tune_net(o, tg, device, prefix);
-    if (o.conv_api == "graph") {
-        print_conv_api_comparison(o, tg, serial, "serial", prefix);
-        print_conv_api_comparison(o, tg, braid_plan, "braid", prefix);
-    }
+    print_setting_comparisons(o, tg, serial, "serial", prefix);
+    print_setting_comparisons(o, tg, braid_plan, "braid", prefix);
 
     // Bitwise: braid's plan and the tuned one against serial.
     bool identical = check_bitwise(o, tg, braid_plan, serial, prefix + "_braid_graph");

@@ -76,6 +76,7 @@ struct Options {
     bool no_tf32 = false;        // cuda: FP32 convolutions and GEMMs
     bool heuristic_algorithms = false;
     std::string conv_api = "legacy";  // cuda: legacy cuDNN calls, graph-API engines, or auto (measured here)
+    std::string batch_norm = "own";   // cuda: own kernels, cuDNN's, or auto (measured here)
     bool strategy_given = false;
     bool tune = false;             // measure braid's best plans here and train with the fastest
     std::uint32_t tune_top = 6;
@@ -95,6 +96,7 @@ CudaRunOptions cuda_run_options(const Options& o) {
     run.tf32 = !o.no_tf32;
     run.heuristic_algorithms = o.heuristic_algorithms;
     run.conv_graph_api = o.conv_api == "graph";
+    run.cudnn_batch_norm = o.batch_norm == "cudnn";
     return run;
 }
 #endif
@@ -130,6 +132,9 @@ void validate(Options& o) {
     }
     if (!o.profile_out.empty() && o.backend != "cuda")
         throw UsageError{"--profile-out profiles the training step on the GPU: give --backend cuda"};
+    if (o.backend != "cuda" && (o.conv_api != "legacy" || o.batch_norm != "own"))
+        throw UsageError{std::string(o.conv_api != "legacy" ? "--conv-api" : "--batch-norm") +
+                         " chooses cuDNN's kernels for --backend cuda; the host backend runs the reference layers"};
     if (o.dry_run && (o.tune || !o.profile_out.empty()))
         throw UsageError{std::string("--dry-run only makes and checks the plan; ") +
                          (o.tune ? "--tune measures plans" : "--profile-out runs the step on the GPU") +
@@ -223,10 +228,11 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
     // and the settings that change its kernels or its plans.
     std::string settings = fmt::format("{}; at most {} streams; planned for {}", label, o.max_streams, device.key);
     if (o.backend == "cuda")
-        settings += fmt::format("; {}, {} algorithms by {}{}", o.no_tf32 ? "FP32" : "TF32",
+        settings += fmt::format("; {}, {} algorithms by {}{}{}", o.no_tf32 ? "FP32" : "TF32",
                                 o.deterministic || o.check ? "deterministic" : "fastest",
                                 o.heuristic_algorithms ? "heuristics" : "cudnnFind",
-                                o.conv_api == "graph" ? ", convolutions on graph-API engines" : "");
+                                o.conv_api == "graph" ? ", convolutions on graph-API engines" : "",
+                                o.batch_norm == "cudnn" ? ", cuDNN batch norm" : "");
     TuningRequest request;
     request.top = o.tune_top;
     request.budget_s = o.tune_budget_s;
@@ -348,21 +354,48 @@ TrainingGraph make_training_graph(const Options& o, std::string& label) {
 }
 
 #if BRAID_SAMPLES_WITH_CUDA
-// --conv-api auto: the serial plan replayed with both convolution APIs in
-// alternation on this GPU (this run's other settings); the graph API's
-// engines when their paired median is faster by more than tuning's
-// equivalence margin, else the legacy calls.
-std::string measure_conv_api(const Options& o, const TrainingGraph& tg, const std::string& device) {
-    fmt::print("conv API: timing the serial plan with legacy calls and graph-API engines, in alternation\n");
+// --conv-api auto, --batch-norm auto: the serial plan replayed on this GPU
+// with `base` and with `variant` (one setting changed), in alternation;
+// true when the variant's paired median is faster by more than tuning's
+// equivalence margin.
+bool measure_variant(const TrainingGraph& tg, const std::string& device, const CudaRunOptions& base,
+                     const CudaRunOptions& variant, const char* what, const char* base_name,
+                     const char* variant_name) {
+    fmt::print("{}: timing the serial plan with {} and {}, in alternation\n", what, base_name, variant_name);
     std::fflush(stdout);
-    const ConvApiComparison c = compare_conv_apis(tg, braid::strategy::serial(tg.graph, device), cuda_run_options(o));
-    const bool engines = c.speedup > 1.0 + braid::TuneOptions{}.equivalence;
-    fmt::print("conv API: legacy calls {:.2f} ms, graph-API engines {:.2f} ms (medians of {} rounds; legacy/graph "
-               "{:.3f}): {}\n",
-               c.legacy_median_ms, c.graph_api_median_ms, c.rounds, c.speedup,
-               engines ? "graph-API engines" : "legacy calls");
+    const RunComparison c = compare_runs(tg, braid::strategy::serial(tg.graph, device), base, variant);
+    const bool faster = c.speedup > 1.0 + braid::TuneOptions{}.equivalence;
+    fmt::print("{}: {} {:.2f} ms, {} {:.2f} ms (medians of {} rounds; paired ratio {:.3f}): {}\n", what, base_name,
+               c.base_median_ms, variant_name, c.variant_median_ms, c.rounds, c.speedup,
+               faster ? variant_name : base_name);
     std::fflush(stdout);
-    return engines ? "graph" : "legacy";
+    return faster;
+}
+
+// Settles --conv-api auto and then --batch-norm auto by measure_variant;
+// while the convolutions are measured, batch norm auto counts as own.
+void settle_auto_settings(Options& o, const TrainingGraph& tg, const std::string& device) {
+    if (o.conv_api == "auto") {
+        Options base = o;
+        base.conv_api = "legacy";
+        if (base.batch_norm == "auto") base.batch_norm = "own";
+        CudaRunOptions variant = cuda_run_options(base);
+        variant.conv_graph_api = true;
+        o.conv_api = measure_variant(tg, device, cuda_run_options(base), variant, "conv API", "legacy calls",
+                                     "graph-API engines")
+                         ? "graph"
+                         : "legacy";
+    }
+    if (o.batch_norm == "auto") {
+        Options base = o;
+        base.batch_norm = "own";
+        CudaRunOptions variant = cuda_run_options(base);
+        variant.cudnn_batch_norm = true;
+        o.batch_norm = measure_variant(tg, device, cuda_run_options(base), variant, "batch norm", "own kernels",
+                                       "cuDNN's kernels")
+                           ? "cudnn"
+                           : "own";
+    }
 }
 #endif
 
@@ -394,7 +427,7 @@ int train(Options o) {
 
     const braid::DeviceSpec device = braid::load_device(o.device);
 #if BRAID_SAMPLES_WITH_CUDA
-    if (o.backend == "cuda" && o.conv_api == "auto") o.conv_api = measure_conv_api(o, tg, device.key);
+    if (o.backend == "cuda") settle_auto_settings(o, tg, device.key);
 #endif
     const std::optional<braid::Calibration> calibration = training_calibration(o, device);
     if (o.tune || o.strategy == "braid" || o.strategy == "glp4nn")  // the strategies that plan on the model
@@ -573,6 +606,11 @@ int main(int argc, char** argv) {
                    "cuda: convolutions through cuDNN's legacy calls, its graph API's engines, or auto: the faster of "
                    "the two on this GPU, measured first (docs/samples.md)")
         ->check(CLI::IsMember({"legacy", "graph", "auto"}))
+        ->capture_default_str();
+    app.add_option("--batch-norm", o.batch_norm,
+                   "cuda: batch norm on the own kernels, on cuDNN's, or auto: the faster of the two on this GPU, "
+                   "measured first (docs/samples.md)")
+        ->check(CLI::IsMember({"own", "cudnn", "auto"}))
         ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     o.net_given = net->count() > 0;

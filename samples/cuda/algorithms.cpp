@@ -25,6 +25,14 @@ std::string_view to_string(ConvApi a) noexcept {
     return "?";
 }
 
+std::string_view to_string(BatchNormKernels k) noexcept {
+    switch (k) {
+        case BatchNormKernels::own: return "own";
+        case BatchNormKernels::cudnn: return "cudnn";
+    }
+    return "?";
+}
+
 AlgorithmCache& AlgorithmCache::process() {
     static AlgorithmCache cache;
     return cache;

@@ -25,6 +25,13 @@ namespace braid::samples::cuda {
 enum class ConvApi : std::uint8_t { legacy, graph };
 std::string_view to_string(ConvApi a) noexcept;
 
+// Which kernels run batch norm: braid's own (statistics in double, the
+// reference's order; kernels.h) or cuDNN's cudnnBatchNormalization* calls
+// in spatial mode, the kernels PyTorch's NCHW training step runs
+// (CudaBatchNorm in layers.hpp).
+enum class BatchNormKernels : std::uint8_t { own, cudnn };
+std::string_view to_string(BatchNormKernels k) noexcept;
+
 enum class AlgorithmSearch : std::uint8_t {
     find,       // cudnnFind*AlgorithmEx, timed on the layer's own buffers the first time a problem runs eagerly
     heuristic,  // cudnnGet*Algorithm_v7: no kernels run (also what a problem first met during graph capture gets)
@@ -56,6 +63,7 @@ struct LayerOptions {
     // Graph API: how many of the heuristics' allowed engines a search times
     // (each finalizes a plan, which may compile a kernel at run time).
     std::uint32_t engine_trials = 6;
+    BatchNormKernels batch_norm = BatchNormKernels::own;
 };
 
 enum class ConvPass : std::uint8_t { forward, backward_data, backward_filter };

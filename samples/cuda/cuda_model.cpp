@@ -26,6 +26,7 @@ CudaModel::CudaModel(const TrainingGraph& graph, CudaModelOptions options) : gra
     fcs_.resize(layers);
     pools_.resize(layers);
     lrns_.resize(layers);
+    bns_.resize(layers);
     for (LayerId l = 0; l < layers; ++l) {
         const LayerNode& node = graph_.network.layer(l);
         const cuda::LayerOptions& o = options_.layers;
@@ -40,7 +41,8 @@ CudaModel::CudaModel(const TrainingGraph& graph, CudaModelOptions options) : gra
         } else if (const auto* n = std::get_if<Lrn>(&node.spec)) {
             lrns_[l] = std::make_unique<cuda::CudaLrn>(node.name, *n, o);
         } else if (const auto* bn = std::get_if<BatchNorm2d>(&node.spec)) {
-            scratch_bytes_ = std::max(scratch_bytes_, cuda::batch_norm_scratch_bytes(*bn));
+            bns_[l] = std::make_unique<cuda::CudaBatchNorm>(node.name, *bn, o);
+            scratch_bytes_ = std::max(scratch_bytes_, bns_[l]->scratch_bytes());
         }
     }
     initialize();
@@ -157,6 +159,7 @@ CudaBody CudaModel::make_body(OpId id) {
     cuda::CudaFullyConnected* fc = op.layer ? fcs_[l].get() : nullptr;
     cuda::CudaPool* pool = op.layer ? pools_[l].get() : nullptr;
     cuda::CudaLrn* lrn = op.layer ? lrns_[l].get() : nullptr;
+    cuda::CudaBatchNorm* bn = op.layer ? bns_[l].get() : nullptr;
     return std::visit(
         Overloaded{
             [=](const bound::Data& a) -> CudaBody {
@@ -202,22 +205,21 @@ CudaBody CudaModel::make_body(OpId id) {
             [=](const bound::FcBackwardWeight& a) -> CudaBody {
                 return [=](Lane& lane, const Ctx&) { fc->backward_weight(lane, a.x, a.dy, a.dweight, a.dbias); };
             },
-            [](const bound::BnForward& a) -> CudaBody {
+            [=](const bound::BnForward& a) -> CudaBody {
                 return [=](Lane& lane, const Ctx&) {
-                    cuda::batch_norm_forward_training(lane, a.layer, a.x, a.gamma, a.beta, a.y, a.saved_mean,
-                                                      a.saved_inv_std, a.running_mean, a.running_var);
+                    bn->forward_training(lane, a.x, a.gamma, a.beta, a.y, a.saved_mean, a.saved_inv_std,
+                                         a.running_mean, a.running_var);
                 };
             },
-            [](const bound::BnBackwardData& a) -> CudaBody {
+            [=](const bound::BnBackwardData& a) -> CudaBody {
                 return [=](Lane& lane, const Ctx&) {
-                    cuda::batch_norm_backward_data(lane, a.layer, a.x, a.dy, a.gamma, a.saved_mean, a.saved_inv_std,
-                                                   a.dx, a.y, a.dgamma, a.dbeta);
+                    bn->backward_data(lane, a.x, a.dy, a.gamma, a.saved_mean, a.saved_inv_std, a.dx, a.y, a.dgamma,
+                                      a.dbeta);
                 };
             },
-            [](const bound::BnBackwardWeight& a) -> CudaBody {
+            [=](const bound::BnBackwardWeight& a) -> CudaBody {
                 return [=](Lane& lane, const Ctx&) {
-                    cuda::batch_norm_backward_weight(lane, a.layer, a.x, a.dy, a.saved_mean, a.saved_inv_std,
-                                                     a.dgamma, a.dbeta, a.y);
+                    bn->backward_weight(lane, a.x, a.dy, a.saved_mean, a.saved_inv_std, a.dgamma, a.dbeta, a.y);
                 };
             },
             [=](const bound::ReluForward& a) -> CudaBody {

@@ -78,6 +78,9 @@ public:
     std::vector<std::byte> download(BufferId b) const;
     void upload(BufferId b, const void* host, std::size_t bytes);
 
+    // Layer l's batch norm (its kernels, what cuDNN declined); null for another layer.
+    const cuda::CudaBatchNorm* batch_norm(LayerId l) const { return bns_.at(l).get(); }
+
     std::uint64_t step() const;
     // The last iteration's loss: the loss layers' weighted losses summed.
     double loss() const;
@@ -93,6 +96,7 @@ private:
     std::vector<std::unique_ptr<cuda::CudaFullyConnected>> fcs_;
     std::vector<std::unique_ptr<cuda::CudaPool>> pools_;
     std::vector<std::unique_ptr<cuda::CudaLrn>> lrns_;
+    std::vector<std::unique_ptr<cuda::CudaBatchNorm>> bns_;
     std::vector<CudaBody> bodies_;
     std::size_t scratch_bytes_ = 0;
 };

@@ -46,6 +46,7 @@ struct CudaTrainer::Impl {
         m.layers.workspace_limit_bytes = o.conv_workspace_limit_bytes;
         m.layers.split_granule = o.split_granule;
         m.layers.conv_api = o.conv_graph_api ? cuda::ConvApi::graph : cuda::ConvApi::legacy;
+        m.layers.batch_norm = o.cudnn_batch_norm ? cuda::BatchNormKernels::cudnn : cuda::BatchNormKernels::own;
         return m;
     }
     static braid::CudaBackendOptions backend_options(const CudaRunOptions& o) {
@@ -108,6 +109,19 @@ std::string CudaTrainer::launch_summary() const {
 
 WeightSnapshot CudaTrainer::weights() const { return snapshot_weights(impl_->model); }
 
+CudaTrainer::BatchNormUse CudaTrainer::batch_norm_use() const {
+    BatchNormUse use;
+    const CudaModel& model = impl_->model;
+    for (LayerId l = 0; l < model.graph().network.layers().size(); ++l) {
+        const cuda::CudaBatchNorm* bn = model.batch_norm(l);
+        if (bn == nullptr) continue;
+        use.cudnn_passes += bn->cudnn_passes();
+        use.own_passes += 2 - bn->cudnn_passes();
+        if (!bn->note().empty()) use.declined.push_back(bn->note());
+    }
+    return use;
+}
+
 TrainingProfile CudaTrainer::profile(const TrainingProfileRequest& request) {
     Impl& m = *impl_;
     braid::profiler::CudaProfileOptions po;
@@ -120,6 +134,7 @@ TrainingProfile CudaTrainer::profile(const TrainingProfileRequest& request) {
     // Which cuDNN API ran the convolutions: their kernels (and so the
     // calibration a profile gives) differ. Legacy profiles keep their settings.
     if (m.options.conv_graph_api) run.settings["conv_api"] = std::string("graph");
+    if (m.options.cudnn_batch_norm) run.settings["batch_norm"] = std::string("cudnn");
     braid::profiler::CudaProfileResult r = braid::profiler::profile_executor(
         *m.executor, braid::cuda::device_spec_from_cuda(m.backend.device()), std::move(run), po);
     TrainingProfile out;
@@ -189,11 +204,11 @@ int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const
         run.deterministic = true;
         run.split_granule = split_granule(plan, graph.graph);
     }
-    fmt::print("cuda backend: {}; {} mode; {} cuDNN {}, {}{}\n", cuda_device_description(),
+    fmt::print("cuda backend: {}; {} mode; {} cuDNN {}, {}{}{}\n", cuda_device_description(),
                run.graph_mode ? "graph" : "eager", run.deterministic ? "deterministic" : "fastest",
                run.conv_graph_api ? fmt::format("graph-API engines ({})", run.heuristic_algorithms ? "heuristics" : "timed")
                                   : fmt::format("algorithms ({})", run.heuristic_algorithms ? "heuristics" : "cudnnFind"),
-               run.tf32 ? "TF32" : "FP32 (no TF32)",
+               run.tf32 ? "TF32" : "FP32 (no TF32)", run.cudnn_batch_norm ? ", cuDNN batch norm" : "",
                run.split_granule > 0 ? fmt::format(", library calls in chunks of {} images", run.split_granule)
                                      : std::string());
     std::fflush(stdout);
@@ -206,6 +221,13 @@ int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const
                    "calls where the graph API had none\n",
                    c.engines, c.fallbacks);
         for (const std::string& r : c.reasons) fmt::print("  {}\n", r);
+        std::fflush(stdout);
+    }
+    if (run.cudnn_batch_norm) {
+        const CudaTrainer::BatchNormUse b = trainer.batch_norm_use();
+        fmt::print("batch norm: {} passes on cuDNN's kernels, {} on the own kernels where cuDNN declined\n",
+                   b.cudnn_passes, b.own_passes);
+        for (const std::string& r : b.declined) fmt::print("  {}\n", r);
         std::fflush(stdout);
     }
     TrainingLoop loop;
@@ -225,29 +247,26 @@ int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const
     return run_training_loop(loop);
 }
 
-ConvApiComparison compare_conv_apis(const TrainingGraph& graph, const braid::Plan& plan, CudaRunOptions run,
-                                    std::uint32_t rounds) {
-    if (rounds == 0) throw braid::Error("compare_conv_apis: rounds must be at least 1");
-    run.graph_mode = true;
-    CudaRunOptions legacy_run = run, graph_run = run;
-    legacy_run.conv_graph_api = false;
-    graph_run.conv_graph_api = true;
-    CudaTrainer legacy(graph, plan, legacy_run), engines(graph, plan, graph_run);
-    legacy.warm_up();
-    engines.warm_up();
-    (void)legacy.iterate();  // capture and instantiate
-    (void)engines.iterate();
-    std::vector<double> legacy_ms, engines_ms, ratio;
+RunComparison compare_runs(const TrainingGraph& graph, const braid::Plan& plan, CudaRunOptions base,
+                           CudaRunOptions variant, std::uint32_t rounds) {
+    if (rounds == 0) throw braid::Error("compare_runs: rounds must be at least 1");
+    base.graph_mode = variant.graph_mode = true;
+    CudaTrainer a(graph, plan, base), b(graph, plan, variant);
+    a.warm_up();
+    b.warm_up();
+    (void)a.iterate();  // capture and instantiate
+    (void)b.iterate();
+    std::vector<double> a_ms, b_ms, ratio;
     for (std::uint32_t r = 0; r < rounds; ++r) {
-        legacy_ms.push_back(legacy.iterate());
-        engines_ms.push_back(engines.iterate());
-        ratio.push_back(legacy_ms.back() / engines_ms.back());
+        a_ms.push_back(a.iterate());
+        b_ms.push_back(b.iterate());
+        ratio.push_back(a_ms.back() / b_ms.back());
     }
     const auto median = [](std::vector<double> v) {
         std::sort(v.begin(), v.end());
         return v.size() % 2 == 1 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
     };
-    return ConvApiComparison{rounds, median(legacy_ms), median(engines_ms), median(ratio)};
+    return RunComparison{rounds, median(a_ms), median(b_ms), median(ratio)};
 }
 
 TrainingProfile profile_cuda_training(const TrainingGraph& graph, const TrainingProfileRequest& request,

@@ -47,6 +47,8 @@ struct CudaRunOptions {
     // Convolutions on cuDNN's graph-API engines (cuda::ConvApi::graph)
     // instead of the legacy cudnnConvolution* calls.
     bool conv_graph_api = false;
+    // Batch norm on cuDNN's kernels (cuda::BatchNormKernels::cudnn) instead of the own ones.
+    bool cudnn_batch_norm = false;
     std::uint32_t split_granule = 0;    // see cuda::LayerOptions::split_granule
     // Each lane's own cuDNN workspace (CudaBackendOptions::cudnn_workspace_bytes);
     // an algorithm that wants more takes it from the lane's scratch.
@@ -99,6 +101,16 @@ public:
 
     WeightSnapshot weights() const;
 
+    // Where the model's batch norms run: passes (forward, backward data) on
+    // cuDNN's kernels and on the own ones, and why a pass that asked for
+    // cuDNN's does not run on them (every such layer's reason).
+    struct BatchNormUse {
+        std::size_t cudnn_passes = 0;
+        std::size_t own_passes = 0;
+        std::vector<std::string> declined;
+    };
+    BatchNormUse batch_norm_use() const;
+
     // Profiles this trainer's plan (braid::profiler::profile_executor): the
     // request's warm-up and measured iterations, eagerly whatever the mode.
     // They train the model. Call warm_up() first, so that choosing cuDNN
@@ -147,18 +159,17 @@ struct CudaTrainRequest {
 };
 int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const CudaTrainRequest& request);
 
-// `plan` replayed as a CUDA graph with the legacy convolution calls and
-// with graph-API engines (otherwise `run`'s settings): two trainers, one
-// iteration each per round after a capture each, so both see the same
-// clocks and neighbours.
-struct ConvApiComparison {
+// `plan` replayed as a CUDA graph under two settings (the convolution API,
+// say): a trainer each, one iteration each per round after a capture each,
+// so both see the same clocks and neighbours. graph_mode is set on both.
+struct RunComparison {
     std::uint32_t rounds = 0;
-    double legacy_median_ms = 0.0;
-    double graph_api_median_ms = 0.0;
-    double speedup = 0.0;  // the median over rounds of legacy ms / graph-API ms (paired, as tuning compares)
+    double base_median_ms = 0.0;
+    double variant_median_ms = 0.0;
+    double speedup = 0.0;  // the median over rounds of base ms / variant ms (paired, as tuning compares)
 };
-ConvApiComparison compare_conv_apis(const TrainingGraph& graph, const braid::Plan& plan, CudaRunOptions run,
-                                    std::uint32_t rounds = 15);
+RunComparison compare_runs(const TrainingGraph& graph, const braid::Plan& plan, CudaRunOptions base,
+                           CudaRunOptions variant, std::uint32_t rounds = 15);
 
 // The profile of `graph`'s training step on the current CUDA device, what
 // braid-profile --net and braid-train --profile-out write: a CudaTrainer of

@@ -549,6 +549,122 @@ void batch_norm_backward_weight(CudaLane& lane, const BatchNorm2d& layer, ConstD
                  "batch norm backward weight");
 }
 
+// ---------------------------------------------------------------- batch norm on cuDNN
+
+namespace {
+
+constexpr int bn_forward = 0, bn_backward_data = 1;
+constexpr const char* bn_pass_names[] = {"forward", "backward data"};
+
+TensorDescriptor channel_descriptor(std::uint32_t c) {
+    cudnnTensorDescriptor_t d = nullptr;
+    braid::cuda::check(cudnnCreateTensorDescriptor(&d), "cudnnCreateTensorDescriptor");
+    TensorDescriptor owned(d);
+    braid::cuda::check(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, static_cast<int>(c), 1, 1),
+                       "cudnnSetTensor4dDescriptor");
+    return owned;
+}
+
+bool declined(cudnnStatus_t status) noexcept {
+    const int s = static_cast<int>(status);
+    return s >= CUDNN_STATUS_NOT_SUPPORTED && s < CUDNN_STATUS_NOT_SUPPORTED + 1000;
+}
+
+}  // namespace
+
+CudaBatchNorm::CudaBatchNorm(std::string name, const BatchNorm2d& layer, const LayerOptions& options)
+    : name_(std::move(name)), layer_(layer), options_(options) {
+    if (options_.batch_norm == BatchNormKernels::cudnn) {
+        as_int(layer_.in.c, "batch norm '" + name_ + "'", "channel count");
+        channels_ = channel_descriptor(layer_.in.c);
+    }
+}
+
+std::size_t CudaBatchNorm::scratch_bytes() const {
+    const std::size_t reduction = batch_norm_scratch_bytes(layer_);
+    if (options_.batch_norm != BatchNormKernels::cudnn) return reduction;
+    return std::max(reduction, 2 * std::size_t{layer_.in.c} * sizeof(float));  // dropped dgamma and dbeta
+}
+
+std::uint32_t CudaBatchNorm::cudnn_passes() const noexcept {
+    if (options_.batch_norm != BatchNormKernels::cudnn) return 0;
+    return (declined_[bn_forward] ? 0u : 1u) + (declined_[bn_backward_data] ? 0u : 1u);
+}
+
+bool CudaBatchNorm::use_cudnn(int pass) const noexcept {
+    return options_.batch_norm == BatchNormKernels::cudnn && !declined_[pass];
+}
+
+bool CudaBatchNorm::accepted(cudnnStatus_t status, int pass, const char* call) {
+    if (status == CUDNN_STATUS_SUCCESS) return true;
+    const std::string what = "batch norm '" + name_ + "' " + bn_pass_names[pass] + ": " + call + " returned " +
+                             braid::cuda::status_text(status);
+    if (!declined(status)) throw braid::cuda::LibraryError(call, static_cast<int>(status), what);
+    declined_[pass] = true;
+    note_ += (note_.empty() ? "" : "; ") + what + "; the own kernels run it";
+    return false;
+}
+
+void CudaBatchNorm::forward_training(CudaLane& lane, ConstDeviceView x, const float* gamma, const float* beta,
+                                     DeviceView y, float* saved_mean, float* saved_inv_std, float* running_mean,
+                                     float* running_var) {
+    if (use_cudnn(bn_forward)) {
+        const Shape4 s = image_shape(layer_.in);
+        const cudnnStatus_t status = cudnnBatchNormalizationForwardTraining(
+            lane.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, tensors_.get(layer_.in.n, s, x.image_stride), x.data,
+            tensors_.get(layer_.in.n, s, y.image_stride), y.data, channels_.get(), gamma, beta,
+            static_cast<double>(layer_.config.momentum), running_mean, running_var,
+            static_cast<double>(layer_.config.epsilon), saved_mean, saved_inv_std);
+        if (accepted(status, bn_forward, "cudnnBatchNormalizationForwardTraining")) {
+            if (layer_.config.relu) {
+                const ImageRange all = whole_batch(layer_.in);
+                check_launch(launch_relu_forward(images_of(ConstDeviceView(y), all), images_of(y, all), lane.stream),
+                             "batch norm '" + name_ + "' forward: fused ReLU");
+            }
+            return;
+        }
+    }
+    batch_norm_forward_training(lane, layer_, x, gamma, beta, y, saved_mean, saved_inv_std, running_mean,
+                                running_var);
+}
+
+void CudaBatchNorm::backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView dy, const float* gamma,
+                                  const float* saved_mean, const float* saved_inv_std, DeviceView dx,
+                                  ConstDeviceView y, float* dgamma, float* dbeta) {
+    if (use_cudnn(bn_backward_data)) {
+        check_shared_sums(layer_, dgamma, dbeta);
+        const ConstDeviceImages mask = relu_mask(layer_, y, "batch norm backward data");
+        const Shape4 s = image_shape(layer_.in);
+        const std::uint32_t n = layer_.in.n, c = layer_.in.c;
+        ConstDeviceView gradient = dy;
+        if (mask.data != nullptr) {  // dy where y > 0, packed
+            auto* masked = static_cast<float*>(lane.scratch.allocate(layer_.in.elements() * sizeof(float)));
+            const DeviceView m = DeviceView::dense(masked, layer_.in);
+            const ImageRange all = whole_batch(layer_.in);
+            check_launch(launch_relu_backward(mask, images_of(dy, all), images_of(m, all), lane.stream),
+                         "batch norm '" + name_ + "' backward data: fused ReLU's mask");
+            gradient = m;
+        }
+        if (!layer_.config.share_sums) {  // cuDNN writes them anyway; backward_weight gives the gradient
+            dgamma = static_cast<float*>(lane.scratch.allocate(2 * std::size_t{c} * sizeof(float)));
+            dbeta = dgamma + c;
+        }
+        const cudnnStatus_t status = cudnnBatchNormalizationBackward(
+            lane.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, tensors_.get(n, s, x.image_stride), x.data,
+            tensors_.get(n, s, gradient.image_stride), gradient.data, tensors_.get(n, s, dx.image_stride), dx.data,
+            channels_.get(), gamma, dgamma, dbeta, static_cast<double>(layer_.config.epsilon), saved_mean,
+            saved_inv_std);
+        if (accepted(status, bn_backward_data, "cudnnBatchNormalizationBackward")) return;
+        if (!layer_.config.share_sums) dgamma = dbeta = nullptr;
+    }
+    batch_norm_backward_data(lane, layer_, x, dy, gamma, saved_mean, saved_inv_std, dx, y, dgamma, dbeta);
+}
+
+void CudaBatchNorm::backward_weight(CudaLane& lane, ConstDeviceView x, ConstDeviceView dy, const float* saved_mean,
+                                    const float* saved_inv_std, float* dgamma, float* dbeta, ConstDeviceView y) {
+    batch_norm_backward_weight(lane, layer_, x, dy, saved_mean, saved_inv_std, dgamma, dbeta, y);
+}
+
 namespace {
 DropoutArgs dropout_args(const Dropout& layer, std::uint64_t seed, std::uint32_t layer_id, const std::uint64_t* step,
                          ImageRange images) {

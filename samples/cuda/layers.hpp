@@ -17,7 +17,8 @@
 //                     own kernels otherwise (GoogLeNet's ceil-mode pools)
 //   LRN               cuDNN cross-channel LRN
 //   batch norm        own deterministic kernels (two-pass statistics in
-//                     double, as the reference; see kernels.h)
+//                     double, as the reference; see kernels.h), or cuDNN's
+//                     (LayerOptions::batch_norm; CudaBatchNorm)
 //   ReLU, dropout, add, softmax loss, SGD, gradient sums, data, step: own kernels
 //
 // Errors throw braid::Error (or braid::cuda::CudaError/LibraryError)
@@ -202,6 +203,57 @@ void batch_norm_backward_data(CudaLane& lane, const BatchNorm2d& layer, ConstDev
 void batch_norm_backward_weight(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
                                 const float* saved_mean, const float* saved_inv_std, float* dgamma, float* dbeta,
                                 ConstDeviceView y = {});
+
+// A batch-norm layer on the kernels LayerOptions::batch_norm names. With
+// own, the functions above. With cudnn:
+//   forward          cudnnBatchNormalizationForwardTraining (spatial mode;
+//                    exponential average factor = momentum, so the running
+//                    statistics follow the reference's rule), then a fused
+//                    ReLU as the own ReLU kernel in place on y;
+//   backward data    a fused ReLU's mask applied to dy into lane scratch (a
+//                    tensor's worth: it grows in the eager warm-up), then
+//                    cudnnBatchNormalizationBackward; its dgamma and dbeta
+//                    are the weight gradient with shared sums, else
+//                    dropped (2 C floats of scratch);
+//   backward weight  the own reduction, over cuDNN's saved statistics
+//                    (cuDNN has no call for the weight gradient alone).
+// A call cuDNN declines (a CUDNN_STATUS_NOT_SUPPORTED status, say for a
+// layout it does not take) makes that pass run on the own kernels from then
+// on, and note() says why; any other failure throws, naming the layer.
+class CudaBatchNorm {
+public:
+    CudaBatchNorm(std::string name, const BatchNorm2d& layer, const LayerOptions& options);
+
+    void forward_training(CudaLane& lane, ConstDeviceView x, const float* gamma, const float* beta, DeviceView y,
+                          float* saved_mean, float* saved_inv_std, float* running_mean, float* running_var);
+    void backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView dy, const float* gamma,
+                       const float* saved_mean, const float* saved_inv_std, DeviceView dx, ConstDeviceView y = {},
+                       float* dgamma = nullptr, float* dbeta = nullptr);
+    void backward_weight(CudaLane& lane, ConstDeviceView x, ConstDeviceView dy, const float* saved_mean,
+                         const float* saved_inv_std, float* dgamma, float* dbeta, ConstDeviceView y = {});
+
+    const BatchNorm2d& layer() const noexcept { return layer_; }
+    // Lane scratch every pass may take (a fused ReLU's mask for cuDNN aside).
+    std::size_t scratch_bytes() const;
+    // Passes (forward, backward data) on cuDNN's kernels now: 0 with own.
+    std::uint32_t cudnn_passes() const noexcept;
+    // Why a pass runs on the own kernels though cuDNN's were asked for; empty when none does.
+    const std::string& note() const noexcept { return note_; }
+
+private:
+    // Whether `pass` may try cuDNN; false after it declined once.
+    bool use_cudnn(int pass) const noexcept;
+    // Throws for a failure; records a decline (NOT_SUPPORTED) and returns false.
+    bool accepted(cudnnStatus_t status, int pass, const char* call);
+
+    std::string name_;
+    BatchNorm2d layer_;
+    LayerOptions options_;
+    TensorDescriptor channels_;  // 1 x C x 1 x 1: gamma, beta and the statistics
+    DescriptorCache tensors_;
+    bool declined_[2] = {false, false};  // forward, backward data
+    std::string note_;
+};
 
 // `step` is the device's iteration counter (TrainingGraph::step).
 void dropout_forward(CudaLane& lane, const Dropout& layer, std::uint64_t seed, std::uint32_t layer_id,

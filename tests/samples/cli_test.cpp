@@ -78,6 +78,9 @@ TEST_CASE("braid-train rejects bad arguments with a clear error") {
     check_fails("--net inception_v3 --no-aux --image 64 --summary", "the smallest image inception_v3 accepts is 75x75");
     check_fails("--net resnet18 --backend tpu", "--backend: tpu not in {host,cuda}");
     check_fails("--net resnet18 --conv-api cudnn8", "--conv-api: cudnn8 not in {legacy,graph,auto}");
+    check_fails("--net resnet18 --batch-norm miopen", "--batch-norm: miopen not in {own,cudnn,auto}");
+    check_fails("--net resnet18 --batch-norm cudnn " + tiny, "--batch-norm chooses cuDNN's kernels for --backend cuda");
+    check_fails("--net resnet18 --conv-api graph " + tiny, "--conv-api chooses cuDNN's kernels for --backend cuda");
     check_fails("--net resnet18 --mode graph " + tiny, "--mode graph");
     check_fails("--net resnet18 --strategy fastest " + tiny, "--strategy 'fastest' is neither");
     check_fails("--net resnet18 --strategy /nonexistent/plan.json " + tiny, "plan file '/nonexistent/plan.json' does not exist");
@@ -306,6 +309,15 @@ TEST_CASE("braid-profile --net: braid-train's network options, errors before the
     CHECK(bad_api.status != 0);
     CHECK(bad_api.status != 77);
     CHECK(bad_api.output.find("--conv-api: fast not in {legacy,graph}") != std::string::npos);
+    const Run demo_bn = profile("--batch-norm cudnn");
+    CAPTURE(demo_bn.output);
+    CHECK(demo_bn.status == 2);
+    CHECK(demo_bn.output.find("--batch-norm chooses how a bundled net's batch norms run") != std::string::npos);
+    const Run bad_bn = profile("--net resnet50 --batch-norm auto");
+    CAPTURE(bad_bn.output);
+    CHECK(bad_bn.status != 0);
+    CHECK(bad_bn.status != 77);
+    CHECK(bad_bn.output.find("--batch-norm: auto not in {own,cudnn}") != std::string::npos);
     // Inception-v3's default is 299x299 here too: 224 would fail to build before any GPU is looked for.
     const Run v3 = profile("--net inception_v3 --batch 1 --width-scale 0.125 --profile-out /nonexistent/p.json");
     CAPTURE(v3.output);
@@ -393,6 +405,7 @@ TEST_CASE("bench-gpu-train refuses bad options before it looks for a GPU") {
     CHECK(help.status == 0);
     CHECK(help.output.find("--update-bucket-mib") != std::string::npos);
     CHECK(help.output.find("--conv-api") != std::string::npos);
+    CHECK(help.output.find("--batch-norm") != std::string::npos);
     for (const auto& [args, expected] : std::map<std::string, std::string>{
              {"--nets resnet50,vgg16", "--nets: vgg16 not in"},
              {"--batches 8,0", "--batches"},
@@ -402,6 +415,7 @@ TEST_CASE("bench-gpu-train refuses bad options before it looks for a GPU") {
              {"--share-bn-sums yes", "--share-bn-sums"},
              {"--update-bucket-mib 1073741825", "--update-bucket-mib"},
              {"--conv-api frontend", "--conv-api: frontend not in {legacy,graph}"},
+             {"--batch-norm fused", "--batch-norm: fused not in {own,cudnn}"},
              {"--width-scale -1", "--width-scale"},
              {"--frobnicate 1", "--frobnicate"},
              {"--nets", "--nets"}}) {

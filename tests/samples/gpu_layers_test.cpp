@@ -3,9 +3,10 @@
 // check: library-backed passes (cuDNN convolution and LRN, cuBLAS GEMMs,
 // FP32 math, no TF32) within 1e-4 * max(1, |ref|) of the reference in
 // double; batch norm and softmax (own kernels reducing in double) within
-// 1e-5; kernels that repeat the reference's float operations (ReLU, add,
-// dropout, gradient sum, SGD, data, own pooling kernels, softmax backward,
-// FC bias gradient) bit for bit against the float reference. Split runs:
+// 1e-5, cuDNN's batch norm within the library bound; kernels that repeat
+// the reference's float operations (ReLU, add, dropout, gradient sum, SGD,
+// data, own pooling kernels, softmax backward, FC bias gradient) bit for
+// bit against the float reference. Split runs:
 // own kernels and granule-chunked library calls bit for bit, library calls
 // over other image counts within the tolerance.
 #include <doctest/doctest.h>
@@ -529,6 +530,116 @@ TEST_CASE("batch norm with shared sums: one backward pass gives the bits of back
                                  doctest::Contains("shares its sums and writes dgamma and dbeta too"), ShapeError);
         }
     }
+}
+
+TEST_CASE("batch norm on cuDNN's kernels: against the reference with a fused ReLU and shared sums, run to run the same bits, output into a concat slice") {
+    TestLane lane;
+    cuda::LayerOptions options = exact_options();
+    options.batch_norm = cuda::BatchNormKernels::cudnn;
+    for (const Shape4 in : {Shape4{4, 3, 5, 5}, Shape4{2, 6, 8, 8}}) {
+        for (const bool relu : {false, true}) {
+            for (const bool shared : {false, true}) {
+                CAPTURE(to_string(in));
+                CAPTURE(relu);
+                CAPTURE(shared);
+                BatchNormConfig config;
+                config.relu = relu;
+                config.share_sums = shared;
+                const BatchNorm2d layer(in, config);
+                const std::size_t n = in.elements(), c = in.c;
+                const auto x = random_values<double>(n, 81, -2.0, 3.0);
+                const auto gamma = random_values<double>(c, 82, 0.5, 1.5);
+                const auto beta = random_values<double>(c, 83);
+                const auto dy = random_values<double>(n, 84);
+                std::vector<double> y(n), mean(c), inv_std(c), rmean(c, 0.25), rvar(c, 1.5), dx(n), dgamma(c), dbeta(c);
+                batch_norm_forward_training<double>(layer, cv(x, in), gamma.data(), beta.data(), mv(y, in), mean.data(),
+                                                    inv_std.data(), rmean.data(), rvar.data());
+                batch_norm_backward_data<double>(layer, cv(x, in), cv(dy, in), gamma.data(), mean.data(),
+                                                 inv_std.data(), mv(dx, in), cv(y, in), dgamma.data(), dbeta.data());
+                batch_norm_backward_weight<double>(layer, cv(x, in), cv(dy, in), mean.data(), inv_std.data(),
+                                                   dgamma.data(), dbeta.data(), cv(y, in));
+
+                cuda::CudaBatchNorm bn("bn", layer, options);
+                const DeviceVector<float> gx(to_float(x)), ggamma(to_float(gamma)), gbeta(to_float(beta)),
+                    gdy(to_float(dy));
+                // Twice from the same state: the same bits both times.
+                std::vector<std::vector<float>> runs;
+                for (int run = 0; run < 2; ++run) {
+                    DeviceVector<float> gy(n), gmean(c), ginv(c), grmean(c, 0.25f), grvar(c, 1.5f), gdx(n),
+                        gdgamma(c), gdbeta(c), wdgamma(c), wdbeta(c);
+                    const cuda::ConstDeviceView mask = relu ? cuda::ConstDeviceView(gy.view(in)) : cuda::ConstDeviceView{};
+                    bn.forward_training(lane(), gx.view(in), ggamma.get(), gbeta.get(), gy.view(in), gmean.get(),
+                                        ginv.get(), grmean.get(), grvar.get());
+                    bn.backward_data(lane(), gx.view(in), gdy.view(in), ggamma.get(), gmean.get(), ginv.get(),
+                                     gdx.view(in), mask, shared ? gdgamma.get() : nullptr,
+                                     shared ? gdbeta.get() : nullptr);
+                    bn.backward_weight(lane(), gx.view(in), gdy.view(in), gmean.get(), ginv.get(), wdgamma.get(),
+                                       wdbeta.get(), mask);
+                    check_close(gmean.host(), mean, reduction_tol, "saved mean");
+                    check_close(ginv.host(), inv_std, library_tol, "saved 1/std");
+                    check_close(grmean.host(), rmean, reduction_tol, "running mean");
+                    check_close(grvar.host(), rvar, library_tol, "running variance (unbiased)");
+                    check_close(gy.host(), y, library_tol, "forward");
+                    check_close(gdx.host(), dx, library_tol, "backward data");
+                    check_close(wdgamma.host(), dgamma, library_tol, "dgamma (backward weight)");
+                    check_close(wdbeta.host(), dbeta, library_tol, "dbeta (backward weight)");
+                    if (shared) {
+                        check_close(gdgamma.host(), dgamma, library_tol, "dgamma (shared sums)");
+                        check_close(gdbeta.host(), dbeta, library_tol, "dbeta (shared sums)");
+                    }
+                    runs.push_back(gy.host());
+                    runs.push_back(gdx.host());
+                    runs.push_back(grvar.host());
+                    runs.push_back(gdgamma.host());
+                }
+                for (std::size_t i = 0; i < 4; ++i) check_bitwise(runs[4 + i], runs[i], "second run");
+                CHECK_MESSAGE(bn.cudnn_passes() == 2, bn.note());  // packed NCHW floats: cuDNN's own case
+            }
+        }
+    }
+
+    // A fused layer's output into channels [2, 2 + C) of a wider buffer (Inception-v3's concat slices).
+    BatchNormConfig config;
+    config.relu = true;
+    const Shape4 in{2, 3, 6, 6}, wide{2, 8, 6, 6};
+    const BatchNorm2d layer(in, config);
+    const auto x = random_values<double>(in.elements(), 85, -2.0, 3.0);
+    const auto gamma = random_values<double>(3, 86, 0.5, 1.5);
+    const auto beta = random_values<double>(3, 87);
+    const auto dyw = random_values<double>(wide.elements(), 88);
+    std::vector<double> y(in.elements()), mean(3), inv_std(3), rmean(3, 0.0), rvar(3, 1.0), dx(in.elements());
+    const std::uint64_t plane = 36;
+    std::vector<double> dy;  // the slice of the wide gradient
+    for (std::uint32_t n = 0; n < 2; ++n)
+        for (std::uint32_t ch = 2; ch < 5; ++ch)
+            for (std::uint64_t i = 0; i < plane; ++i) dy.push_back(dyw[(n * 8 + ch) * plane + i]);
+    batch_norm_forward_training<double>(layer, cv(x, in), gamma.data(), beta.data(), mv(y, in), mean.data(),
+                                        inv_std.data(), rmean.data(), rvar.data());
+    batch_norm_backward_data<double>(layer, cv(x, in), cv(dy, in), gamma.data(), mean.data(), inv_std.data(),
+                                     mv(dx, in), cv(y, in));
+    cuda::CudaBatchNorm bn("bn.slice", layer, options);
+    const DeviceVector<float> gx(to_float(x)), ggamma(to_float(gamma)), gbeta(to_float(beta)), gdyw(to_float(dyw));
+    DeviceVector<float> gwide(wide.elements(), 7.5f), gmean(3), ginv(3), grmean(3, 0.0f), grvar(3, 1.0f),
+        gdx(in.elements());
+    const TensorView<float> slice{gwide.get() + 2 * plane, in, wide.image_elements()};
+    const TensorView<const float> dslice{gdyw.get() + 2 * plane, in, wide.image_elements()};
+    bn.forward_training(lane(), gx.view(in), ggamma.get(), gbeta.get(), slice, gmean.get(), ginv.get(), grmean.get(),
+                        grvar.get());
+    bn.backward_data(lane(), gx.view(in), dslice, ggamma.get(), gmean.get(), ginv.get(), gdx.view(in), slice);
+    const std::vector<float> all = gwide.host();
+    std::vector<float> got;
+    std::size_t untouched = 0;
+    for (std::uint32_t n = 0; n < 2; ++n)
+        for (std::uint32_t ch = 0; ch < 8; ++ch)
+            for (std::uint64_t i = 0; i < plane; ++i) {
+                const float v = all[(n * 8 + ch) * plane + i];
+                if (ch >= 2 && ch < 5) got.push_back(v);
+                else untouched += v == 7.5f ? 1 : 0;
+            }
+    check_close(got, y, library_tol, "forward into a channel slice");
+    check_close(gdx.host(), dx, library_tol, "backward data from a channel slice");
+    CHECK(untouched == 2 * 5 * plane);
+    MESSAGE("concat slice: cuDNN passes " << bn.cudnn_passes() << (bn.note().empty() ? "" : "; ") << bn.note());
 }
 
 TEST_CASE("elementwise kernels give the float reference's bits: ReLU, add, dropout, gradient sum, SGD") {

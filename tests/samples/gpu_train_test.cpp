@@ -3,7 +3,9 @@
 // FP32); braid, nimble and
 // glp4nn plans give the serial plan's bits in eager and graph mode on
 // reduced GoogLeNet (with its auxiliary heads) and ResNet-50; a plan that
-// splits every op gives the whole-batch bits under the split granule.
+// splits every op gives the whole-batch bits under the split granule; with
+// cuDNN's batch norm, plans keep the serial bits and training stays near
+// the host.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -226,6 +228,63 @@ TEST_CASE("ReLUs fused into batch norms and adds give the bits of the separate l
         CHECK(compared > 50);
         CHECK(different == 0);
     }
+}
+
+TEST_CASE("cuDNN's batch norm: braid's plan gives the serial bits, eager and graph mode; training stays near the host") {
+    TrainConfig v = small("inception_v3");  // fused outputs into concat slices
+    v.model.image = 75;
+    v.model.aux_classifiers = false;
+    TrainConfig r = small("resnet50");
+    for (TrainConfig c : {r, v}) {
+        for (const bool fused : {false, true}) {
+            c.model.fuse_relu = fused;
+            c.model.share_batch_norm_sums = fused;
+            CAPTURE(c.model.net);
+            CAPTURE(fused);
+            const TrainingGraph tg = build_training_graph(c);
+            const braid::DeviceSpec& device = braid::find_device("h200");
+            braid::PlanOptions po;
+            po.strategy = "braid";
+            po.max_streams = 3;
+            po.mode = braid::LaunchMode::graph;
+            const braid::Plan plan =
+                braid::make_plan(tg.graph, device, braid::estimate_costs(device, op_estimates(tg)), po);
+            CudaRunOptions o;
+            o.deterministic = true;
+            o.cudnn_batch_norm = true;
+            o.split_granule = split_granule(plan, tg.graph);
+            {
+                CudaTrainer t(tg, plan, o);
+                t.warm_up();
+                const CudaTrainer::BatchNormUse use = t.batch_norm_use();
+                for (const std::string& d : use.declined) MESSAGE("declined: " << d);
+                CHECK(use.cudnn_passes > 0);
+                CHECK(use.cudnn_passes + use.own_passes > 40);
+            }
+            for (const bool graph : {false, true}) {
+                CAPTURE(graph);
+                o.graph_mode = graph;
+                double plan_loss = 0.0, serial_loss = 0.0;
+                const WeightComparison cmp = compare_weights(train(tg, plan, o, 2, &plan_loss),
+                                                             train(tg, braid::strategy::serial(tg.graph), o, 2, &serial_loss));
+                CAPTURE(cmp.describe());
+                CHECK(cmp.identical);
+                CHECK(plan_loss == serial_loss);
+            }
+        }
+    }
+    // Against the host reference, as the own kernels are (near_host.hpp's bounds).
+    const TrainingGraph tg = build_training_graph(samples_test::near_host_config("resnet18"));
+    HostModel host(tg);
+    for (int it = 0; it < 2; ++it) host.run_serial_iteration();
+    CudaRunOptions exact;
+    exact.deterministic = true;
+    exact.tf32 = false;
+    exact.cudnn_batch_norm = true;
+    double gpu_loss = 0.0;
+    const WeightSnapshot gpu = train(tg, braid::strategy::serial(tg.graph), exact, 2, &gpu_loss);
+    CHECK(gpu_loss == doctest::Approx(host.loss()).epsilon(1e-4));
+    check_near_host(gpu, snapshot_weights(host));
 }
 
 TEST_CASE("every op in 3 parts: the split granule gives the whole-batch bits, plain parts stay within tolerance") {
