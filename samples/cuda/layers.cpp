@@ -565,9 +565,14 @@ TensorDescriptor channel_descriptor(std::uint32_t c) {
     return owned;
 }
 
-bool declined(cudnnStatus_t status) noexcept {
+// A status that says cuDNN does not take the call as posed: NOT_SUPPORTED
+// (3000-3999), or BAD_PARAM (2000-2999) for tensors that are not packed
+// (cuDNN has answered strided batch-norm tensors so; PyTorch makes them
+// contiguous before these calls).
+bool declined(cudnnStatus_t status, bool packed) noexcept {
     const int s = static_cast<int>(status);
-    return s >= CUDNN_STATUS_NOT_SUPPORTED && s < CUDNN_STATUS_NOT_SUPPORTED + 1000;
+    const auto in = [s](cudnnStatus_t family) { return s >= family && s < family + 1000; };
+    return in(CUDNN_STATUS_NOT_SUPPORTED) || (!packed && in(CUDNN_STATUS_BAD_PARAM));
 }
 
 }  // namespace
@@ -577,6 +582,12 @@ CudaBatchNorm::CudaBatchNorm(std::string name, const BatchNorm2d& layer, const L
     if (options_.batch_norm == BatchNormKernels::cudnn) {
         as_int(layer_.in.c, "batch norm '" + name_ + "'", "channel count");
         channels_ = channel_descriptor(layer_.in.c);
+        if (std::uint64_t{layer_.in.n} * layer_.in.plane_elements() <= 1) {
+            // cuDNN's running variance is unbiased: it would divide by n - 1 = 0 where the reference keeps the biased one.
+            declined_[bn_forward] = declined_[bn_backward_data] = true;
+            note_ = "batch norm '" + name_ + "': one value per channel, whose unbiased variance cuDNN cannot form; the "
+                    "own kernels run it";
+        }
     }
 }
 
@@ -595,14 +606,18 @@ bool CudaBatchNorm::use_cudnn(int pass) const noexcept {
     return options_.batch_norm == BatchNormKernels::cudnn && !declined_[pass];
 }
 
-bool CudaBatchNorm::accepted(cudnnStatus_t status, int pass, const char* call) {
+bool CudaBatchNorm::accepted(cudnnStatus_t status, bool packed, int pass, const char* call) {
     if (status == CUDNN_STATUS_SUCCESS) return true;
     const std::string what = "batch norm '" + name_ + "' " + bn_pass_names[pass] + ": " + call + " returned " +
                              braid::cuda::status_text(status);
-    if (!declined(status)) throw braid::cuda::LibraryError(call, static_cast<int>(status), what);
-    declined_[pass] = true;
-    note_ += (note_.empty() ? "" : "; ") + what + "; the own kernels run it";
+    if (!declined(status, packed)) throw braid::cuda::LibraryError(call, static_cast<int>(status), what);
+    decline(pass, what);
     return false;
+}
+
+void CudaBatchNorm::decline(int pass, const std::string& why) {
+    declined_[pass] = true;
+    note_ += (note_.empty() ? "" : "; ") + why + "; the own kernels run it";
 }
 
 void CudaBatchNorm::forward_training(CudaLane& lane, ConstDeviceView x, const float* gamma, const float* beta,
@@ -615,7 +630,7 @@ void CudaBatchNorm::forward_training(CudaLane& lane, ConstDeviceView x, const fl
             tensors_.get(layer_.in.n, s, y.image_stride), y.data, channels_.get(), gamma, beta,
             static_cast<double>(layer_.config.momentum), running_mean, running_var,
             static_cast<double>(layer_.config.epsilon), saved_mean, saved_inv_std);
-        if (accepted(status, bn_forward, "cudnnBatchNormalizationForwardTraining")) {
+        if (accepted(status, x.contiguous() && y.contiguous(), bn_forward, "cudnnBatchNormalizationForwardTraining")) {
             if (layer_.config.relu) {
                 const ImageRange all = whole_batch(layer_.in);
                 check_launch(launch_relu_forward(images_of(ConstDeviceView(y), all), images_of(y, all), lane.stream),
@@ -649,12 +664,21 @@ void CudaBatchNorm::backward_data(CudaLane& lane, ConstDeviceView x, ConstDevice
             dgamma = static_cast<float*>(lane.scratch.allocate(2 * std::size_t{c} * sizeof(float)));
             dbeta = dgamma + c;
         }
-        const cudnnStatus_t status = cudnnBatchNormalizationBackward(
-            lane.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, tensors_.get(n, s, x.image_stride), x.data,
-            tensors_.get(n, s, gradient.image_stride), gradient.data, tensors_.get(n, s, dx.image_stride), dx.data,
-            channels_.get(), gamma, dgamma, dbeta, static_cast<double>(layer_.config.epsilon), saved_mean,
-            saved_inv_std);
-        if (accepted(status, bn_backward_data, "cudnnBatchNormalizationBackward")) return;
+        // cuDNN's backward takes one layout for x, dy and dx (its header: "same desc for x, dx, dy").
+        if (x.image_stride != gradient.image_stride || x.image_stride != dx.image_stride) {
+            decline(bn_backward_data, "batch norm '" + name_ + "' backward data: x, dy and dx are " +
+                                          std::to_string(x.image_stride) + ", " +
+                                          std::to_string(gradient.image_stride) + " and " +
+                                          std::to_string(dx.image_stride) +
+                                          " floats per image, and cuDNN's backward takes one layout for the three");
+        } else {
+            const cudnnTensorDescriptor_t d = tensors_.get(n, s, x.image_stride);
+            const cudnnStatus_t status = cudnnBatchNormalizationBackward(
+                lane.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, d, x.data, d, gradient.data, d,
+                dx.data, channels_.get(), gamma, dgamma, dbeta, static_cast<double>(layer_.config.epsilon),
+                saved_mean, saved_inv_std);
+            if (accepted(status, x.contiguous(), bn_backward_data, "cudnnBatchNormalizationBackward")) return;
+        }
         if (!layer_.config.share_sums) dgamma = dbeta = nullptr;
     }
     batch_norm_backward_data(lane, layer_, x, dy, gamma, saved_mean, saved_inv_std, dx, y, dgamma, dbeta);

@@ -217,9 +217,11 @@ void batch_norm_backward_weight(CudaLane& lane, const BatchNorm2d& layer, ConstD
 //                    dropped (2 C floats of scratch);
 //   backward weight  the own reduction, over cuDNN's saved statistics
 //                    (cuDNN has no call for the weight gradient alone).
-// A call cuDNN declines (a CUDNN_STATUS_NOT_SUPPORTED status, say for a
-// layout it does not take) makes that pass run on the own kernels from then
-// on, and note() says why; any other failure throws, naming the layer.
+// A call cuDNN declines (a NOT_SUPPORTED status, or BAD_PARAM for tensors
+// that are not packed), a backward whose x, dy and dx differ in layout, and
+// a layer of one value per channel make that pass run on the own kernels
+// from then on (a per-layer choice: every run makes the same), and note()
+// says why; any other failure throws, naming the layer.
 class CudaBatchNorm {
 public:
     CudaBatchNorm(std::string name, const BatchNorm2d& layer, const LayerOptions& options);
@@ -243,8 +245,11 @@ public:
 private:
     // Whether `pass` may try cuDNN; false after it declined once.
     bool use_cudnn(int pass) const noexcept;
-    // Throws for a failure; records a decline (NOT_SUPPORTED) and returns false.
-    bool accepted(cudnnStatus_t status, int pass, const char* call);
+    // True for success; records a decline (NOT_SUPPORTED, or BAD_PARAM
+    // for tensors not `packed`) and returns false; throws for other failures.
+    bool accepted(cudnnStatus_t status, bool packed, int pass, const char* call);
+    // `pass` runs on the own kernels from now on, for the reason `why`.
+    void decline(int pass, const std::string& why);
 
     std::string name_;
     BatchNorm2d layer_;
