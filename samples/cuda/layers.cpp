@@ -565,28 +565,42 @@ TensorDescriptor channel_descriptor(std::uint32_t c) {
     return owned;
 }
 
-// A status that says cuDNN does not take the call as posed: NOT_SUPPORTED
-// (3000-3999), or BAD_PARAM (2000-2999) for tensors that are not packed
-// (cuDNN has answered strided batch-norm tensors so; PyTorch makes them
-// contiguous before these calls).
-bool declined(cudnnStatus_t status, bool packed) noexcept {
+}  // namespace
+
+// Declined: cuDNN does not take the call as posed. NOT_SUPPORTED (3000-3999),
+// or BAD_PARAM (2000-2999) for tensors that are not packed (cuDNN has
+// answered strided batch-norm tensors so; PyTorch makes them contiguous
+// before these calls).
+CudaBatchNorm::Answer CudaBatchNorm::answer(cudnnStatus_t status, bool packed) noexcept {
+    if (status == CUDNN_STATUS_SUCCESS) return Answer::ran;
     const int s = static_cast<int>(status);
     const auto in = [s](cudnnStatus_t family) { return s >= family && s < family + 1000; };
-    return in(CUDNN_STATUS_NOT_SUPPORTED) || (!packed && in(CUDNN_STATUS_BAD_PARAM));
+    return in(CUDNN_STATUS_NOT_SUPPORTED) || (!packed && in(CUDNN_STATUS_BAD_PARAM)) ? Answer::declined
+                                                                                   : Answer::failed;
 }
 
-}  // namespace
+std::string CudaBatchNorm::unfit(const Shape4& in) {
+    // cuDNN's running variance is unbiased: it would divide by n - 1 = 0 where the reference keeps the biased one.
+    if (std::uint64_t{in.n} * in.plane_elements() <= 1)
+        return "one value per channel, whose unbiased variance cuDNN cannot form";
+    return "";
+}
+
+std::string CudaBatchNorm::layout_conflict(std::uint64_t x_stride, std::uint64_t dy_stride, std::uint64_t dx_stride) {
+    // Its header: "same desc for x, dx, dy".
+    if (x_stride == dy_stride && x_stride == dx_stride) return "";
+    return "x, dy and dx are " + std::to_string(x_stride) + ", " + std::to_string(dy_stride) + " and " +
+           std::to_string(dx_stride) + " floats per image, and cuDNN's backward takes one layout for the three";
+}
 
 CudaBatchNorm::CudaBatchNorm(std::string name, const BatchNorm2d& layer, const LayerOptions& options)
     : name_(std::move(name)), layer_(layer), options_(options) {
     if (options_.batch_norm == BatchNormKernels::cudnn) {
         as_int(layer_.in.c, "batch norm '" + name_ + "'", "channel count");
         channels_ = channel_descriptor(layer_.in.c);
-        if (std::uint64_t{layer_.in.n} * layer_.in.plane_elements() <= 1) {
-            // cuDNN's running variance is unbiased: it would divide by n - 1 = 0 where the reference keeps the biased one.
+        if (const std::string why = unfit(layer_.in); !why.empty()) {
             declined_[bn_forward] = declined_[bn_backward_data] = true;
-            note_ = "batch norm '" + name_ + "': one value per channel, whose unbiased variance cuDNN cannot form; the "
-                    "own kernels run it";
+            note_ = "batch norm '" + name_ + "': " + why + "; the own kernels run it";
         }
     }
 }
@@ -607,10 +621,11 @@ bool CudaBatchNorm::use_cudnn(int pass) const noexcept {
 }
 
 bool CudaBatchNorm::accepted(cudnnStatus_t status, bool packed, int pass, const char* call) {
-    if (status == CUDNN_STATUS_SUCCESS) return true;
+    const Answer a = answer(status, packed);
+    if (a == Answer::ran) return true;
     const std::string what = "batch norm '" + name_ + "' " + bn_pass_names[pass] + ": " + call + " returned " +
                              braid::cuda::status_text(status);
-    if (!declined(status, packed)) throw braid::cuda::LibraryError(call, static_cast<int>(status), what);
+    if (a == Answer::failed) throw braid::cuda::LibraryError(call, static_cast<int>(status), what);
     decline(pass, what);
     return false;
 }
@@ -664,13 +679,9 @@ void CudaBatchNorm::backward_data(CudaLane& lane, ConstDeviceView x, ConstDevice
             dgamma = static_cast<float*>(lane.scratch.allocate(2 * std::size_t{c} * sizeof(float)));
             dbeta = dgamma + c;
         }
-        // cuDNN's backward takes one layout for x, dy and dx (its header: "same desc for x, dx, dy").
-        if (x.image_stride != gradient.image_stride || x.image_stride != dx.image_stride) {
-            decline(bn_backward_data, "batch norm '" + name_ + "' backward data: x, dy and dx are " +
-                                          std::to_string(x.image_stride) + ", " +
-                                          std::to_string(gradient.image_stride) + " and " +
-                                          std::to_string(dx.image_stride) +
-                                          " floats per image, and cuDNN's backward takes one layout for the three");
+        if (const std::string why = layout_conflict(x.image_stride, gradient.image_stride, dx.image_stride);
+            !why.empty()) {
+            decline(bn_backward_data, "batch norm '" + name_ + "' backward data: " + why);
         } else {
             const cudnnTensorDescriptor_t d = tensors_.get(n, s, x.image_stride);
             const cudnnStatus_t status = cudnnBatchNormalizationBackward(

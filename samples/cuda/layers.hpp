@@ -224,6 +224,14 @@ void batch_norm_backward_weight(CudaLane& lane, const BatchNorm2d& layer, ConstD
 // says why; any other failure throws, naming the layer.
 class CudaBatchNorm {
 public:
+    // How a cuDNN status is taken (host logic, tested without a GPU).
+    enum class Answer : std::uint8_t { ran, declined, failed };
+    static Answer answer(cudnnStatus_t status, bool packed) noexcept;
+    // Why cuDNN's kernels cannot run a layer of this input at all; "" when they can.
+    static std::string unfit(const Shape4& in);
+    // Why cuDNN's backward cannot take views of these image strides; "" when it can.
+    static std::string layout_conflict(std::uint64_t x_stride, std::uint64_t dy_stride, std::uint64_t dx_stride);
+
     CudaBatchNorm(std::string name, const BatchNorm2d& layer, const LayerOptions& options);
 
     void forward_training(CudaLane& lane, ConstDeviceView x, const float* gamma, const float* beta, DeviceView y,

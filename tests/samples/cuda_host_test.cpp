@@ -1,7 +1,8 @@
 // Host logic of the CUDA samples, run without a device (suite 'cpu'): how
 // much cuDNN workspace an algorithm may ask for, the process-wide
 // algorithm cache that keeps two models' choices the same, and how the
-// graph-API path describes a convolution and chooses among engines.
+// graph-API path describes a convolution and chooses among engines, and
+// when cuDNN's batch norm hands a pass to the own kernels.
 #include <doctest/doctest.h>
 
 #include <cstddef>
@@ -11,6 +12,7 @@
 
 #include "cuda/algorithms.hpp"
 #include "cuda/conv_engines.hpp"
+#include "cuda/layers.hpp"
 
 using namespace braid::samples::cuda;
 
@@ -266,6 +268,37 @@ TEST_CASE("the convolution API has names for messages and keys") {
     CHECK(to_string(ConvApi::graph) == "graph");
     CHECK(LayerOptions{}.conv_api == ConvApi::legacy);
     CHECK(LayerOptions{}.engine_trials > 0);
+}
+
+TEST_CASE("cuDNN batch norm: which statuses hand a pass to the own kernels, which layers and layouts it cannot take") {
+    using Answer = CudaBatchNorm::Answer;
+    CHECK(to_string(BatchNormKernels::own) == "own");
+    CHECK(to_string(BatchNormKernels::cudnn) == "cudnn");
+    CHECK(LayerOptions{}.batch_norm == BatchNormKernels::own);
+    for (const bool packed : {true, false}) {
+        CAPTURE(packed);
+        CHECK(CudaBatchNorm::answer(CUDNN_STATUS_SUCCESS, packed) == Answer::ran);
+        CHECK(CudaBatchNorm::answer(CUDNN_STATUS_NOT_SUPPORTED, packed) == Answer::declined);
+        CHECK(CudaBatchNorm::answer(static_cast<cudnnStatus_t>(CUDNN_STATUS_NOT_SUPPORTED + 1), packed) ==
+              Answer::declined);  // a sub-code of the family
+        CHECK(CudaBatchNorm::answer(CUDNN_STATUS_EXECUTION_FAILED, packed) == Answer::failed);
+        CHECK(CudaBatchNorm::answer(CUDNN_STATUS_INTERNAL_ERROR, packed) == Answer::failed);
+        CHECK(CudaBatchNorm::answer(CUDNN_STATUS_NOT_INITIALIZED, packed) == Answer::failed);
+    }
+    // A bad parameter is cuDNN refusing a layout only where the tensors are strided.
+    CHECK(CudaBatchNorm::answer(CUDNN_STATUS_BAD_PARAM, false) == Answer::declined);
+    CHECK(CudaBatchNorm::answer(CUDNN_STATUS_BAD_PARAM, true) == Answer::failed);
+
+    CHECK(CudaBatchNorm::unfit({1, 64, 1, 1}).find("one value per channel") != std::string::npos);
+    CHECK(CudaBatchNorm::unfit({2, 64, 1, 1}).empty());
+    CHECK(CudaBatchNorm::unfit({1, 64, 1, 2}).empty());
+    CHECK(CudaBatchNorm::unfit({32, 64, 56, 56}).empty());
+
+    CHECK(CudaBatchNorm::layout_conflict(100, 100, 100).empty());
+    const std::string conflict = CudaBatchNorm::layout_conflict(100, 250, 100);
+    CHECK(conflict.find("100, 250 and 100 floats per image") != std::string::npos);
+    CHECK_FALSE(CudaBatchNorm::layout_conflict(100, 100, 250).empty());
+    CHECK_FALSE(CudaBatchNorm::layout_conflict(250, 100, 100).empty());
 }
 
 }  // TEST_SUITE
