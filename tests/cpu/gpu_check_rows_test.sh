@@ -40,5 +40,20 @@ if [ "$rows" -le "$listed" ]; then
   echo "$out"
   failed=1
 fi
-[ $failed -eq 0 ] && echo "gpu-check: all $rows rows start and skip without a GPU"
+# GPU_CHECK_ONLY: just the rows named; a name no row has is refused.
+only=$(GPU_CHECK_LOGS="$logs" GPU_CHECK_PYTHON=/nonexistent/python GPU_CHECK_ONLY=bench-gpu-train,profile-example \
+       "$src/tools/gpu-check" "$build" 2>&1)
+only_rows=$(sed -n '/^== gpu-check summary/,/^total time/p' <<<"$only" | sed '1,2d;$d' | awk '{print $1}' | sort | tr '\n' ' ')
+if [ "$only_rows" != "bench-gpu-train profile-example " ]; then
+  echo "FAIL: GPU_CHECK_ONLY=bench-gpu-train,profile-example ran rows '$only_rows':"
+  echo "$only"
+  failed=1
+fi
+bad=$(GPU_CHECK_LOGS="$logs" GPU_CHECK_ONLY=bench-gpu-trian "$src/tools/gpu-check" "$build" 2>&1)
+if [ $? -ne 2 ] || ! grep -q "GPU_CHECK_ONLY names 'bench-gpu-trian', which no row has" <<<"$bad"; then
+  echo "FAIL: a mistyped GPU_CHECK_ONLY name was not refused:"
+  echo "$bad"
+  failed=1
+fi
+[ $failed -eq 0 ] && echo "gpu-check: all $rows rows start and skip without a GPU; GPU_CHECK_ONLY selects and refuses as it should"
 exit $failed
