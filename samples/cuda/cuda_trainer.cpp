@@ -258,8 +258,14 @@ RunComparison compare_runs(const TrainingGraph& graph, const braid::Plan& plan, 
     (void)b.iterate();
     std::vector<double> a_ms, b_ms, ratio;
     for (std::uint32_t r = 0; r < rounds; ++r) {
-        a_ms.push_back(a.iterate());
-        b_ms.push_back(b.iterate());
+        // A B, then B A: neither always runs right after the other.
+        if (r % 2 == 0) {
+            a_ms.push_back(a.iterate());
+            b_ms.push_back(b.iterate());
+        } else {
+            b_ms.push_back(b.iterate());
+            a_ms.push_back(a.iterate());
+        }
         ratio.push_back(a_ms.back() / b_ms.back());
     }
     const auto median = [](std::vector<double> v) {

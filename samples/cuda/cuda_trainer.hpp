@@ -161,7 +161,8 @@ int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const
 
 // `plan` replayed as a CUDA graph under two settings (the convolution API,
 // say): a trainer each, one iteration each per round after a capture each,
-// so both see the same clocks and neighbours. graph_mode is set on both.
+// so both see the same clocks and neighbours, the order swapped every
+// round (A B, B A, ...). graph_mode is set on both.
 struct RunComparison {
     std::uint32_t rounds = 0;
     double base_median_ms = 0.0;
