@@ -33,6 +33,14 @@ std::string_view to_string(BatchNormKernels k) noexcept {
     return "?";
 }
 
+std::string_view to_string(TensorLayout l) noexcept {
+    switch (l) {
+        case TensorLayout::nchw: return "nchw";
+        case TensorLayout::nhwc: return "nhwc";
+    }
+    return "?";
+}
+
 AlgorithmCache& AlgorithmCache::process() {
     static AlgorithmCache cache;
     return cache;

@@ -18,14 +18,20 @@ namespace braid::samples::cuda {
 // ---------------------------------------------------------------- host logic
 
 BackendTensorShape activation_shape(std::uint32_t images, std::uint32_t c, std::uint32_t h, std::uint32_t w,
-                                    std::uint64_t image_stride) {
+                                    std::uint64_t image_stride, TensorLayout layout) {
+    const auto n = static_cast<std::int64_t>(image_stride);
+    if (layout == TensorLayout::nhwc) {
+        const auto row = static_cast<std::int64_t>(std::uint64_t{w} * c);
+        return {{images, c, h, w}, {n, 1, row, c}};
+    }
     const auto hw = static_cast<std::int64_t>(std::uint64_t{h} * w);
-    return {{images, c, h, w}, {static_cast<std::int64_t>(image_stride), hw, w, 1}};
+    return {{images, c, h, w}, {n, hw, w, 1}};
 }
 
-BackendTensorShape filter_shape(std::uint32_t k, std::uint32_t c, std::uint32_t r, std::uint32_t s) {
-    const auto rs = static_cast<std::int64_t>(std::uint64_t{r} * s);
-    return {{k, c, r, s}, {static_cast<std::int64_t>(c) * rs, rs, s, 1}};
+BackendTensorShape filter_shape(std::uint32_t k, std::uint32_t c, std::uint32_t r, std::uint32_t s,
+                                TensorLayout layout) {
+    // A filter is k "images" of c x r x s: the activations' layout, densely.
+    return activation_shape(k, c, r, s, std::uint64_t{c} * r * s, layout);
 }
 
 std::int64_t common_alignment(std::initializer_list<const void*> pointers) {

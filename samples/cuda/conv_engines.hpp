@@ -43,13 +43,17 @@ struct BackendTensorShape {
     std::array<std::int64_t, 4> strides{};
 };
 
-// `images` NCHW images of c x h x w floats, `image_stride` floats apart (a
-// channel slice of a concat buffer has the larger stride of the whole).
+// `images` images of c x h x w floats, `image_stride` floats apart (a
+// channel slice of a concat buffer has the larger stride of the whole), in
+// `layout`: NCHW, or NHWC (a pixel's channels adjacent). Dims are N, C, H,
+// W either way; only the strides differ.
 BackendTensorShape activation_shape(std::uint32_t images, std::uint32_t c, std::uint32_t h, std::uint32_t w,
-                                    std::uint64_t image_stride);
-// K x C x R x S, dense (the samples' weight layout); C is per group, and
-// cuDNN infers the group count from x's channels over it.
-BackendTensorShape filter_shape(std::uint32_t k, std::uint32_t c, std::uint32_t r, std::uint32_t s);
+                                    std::uint64_t image_stride, TensorLayout layout = TensorLayout::nchw);
+// K x C x R x S, dense: KCRS (the samples' weight layout), or KRSC with
+// NHWC activations. C is per group, and cuDNN infers the group count from
+// x's channels over it.
+BackendTensorShape filter_shape(std::uint32_t k, std::uint32_t c, std::uint32_t r, std::uint32_t s,
+                                TensorLayout layout = TensorLayout::nchw);
 
 // The byte alignment a plan may assume of these addresses: the largest
 // power of two, at most 16, that divides them all (null pointers ignored).

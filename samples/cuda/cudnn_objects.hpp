@@ -1,6 +1,7 @@
 // Owning cuDNN descriptors (tensor, filter, convolution, pooling, LRN) and
-// makers for the NCHW float views of the samples. Creation throws
-// braid::cuda::LibraryError naming the call; destruction never throws.
+// makers for the float views of the samples (NCHW; NHWC for convolutions).
+// Creation throws braid::cuda::LibraryError naming the call; destruction
+// never throws.
 #pragma once
 
 #include <cudnn.h>
@@ -11,6 +12,7 @@
 
 #include "braid/cuda/cudnn.hpp"
 #include "braid/cuda/handle.hpp"
+#include "cuda/algorithms.hpp"
 #include "nn/tensor.hpp"
 
 namespace braid::samples::cuda {
@@ -61,27 +63,34 @@ using ConvDescriptor = braid::cuda::UniqueHandle<detail::ConvDescTraits>;
 using PoolingDescriptor = braid::cuda::UniqueHandle<detail::PoolingDescTraits>;
 using LrnDescriptor = braid::cuda::UniqueHandle<detail::LrnDescTraits>;
 
-// `images` NCHW images of c x h x w floats, `image_stride` floats apart (nStride).
+// `images` images of c x h x w floats, `image_stride` floats apart
+// (nStride), in `layout`.
 inline TensorDescriptor make_tensor_descriptor(std::uint32_t images, std::uint32_t c, std::uint32_t h,
-                                               std::uint32_t w, std::uint64_t image_stride) {
+                                               std::uint32_t w, std::uint64_t image_stride,
+                                               TensorLayout layout = TensorLayout::nchw) {
+    const bool nhwc = layout == TensorLayout::nhwc;
     cudnnTensorDescriptor_t d = nullptr;
     braid::cuda::check(cudnnCreateTensorDescriptor(&d), "cudnnCreateTensorDescriptor");
     TensorDescriptor owned(d);
+    const int c_stride = nhwc ? 1 : detail::to_int(std::uint64_t{h} * w, "cStride");
+    const int h_stride = detail::to_int(nhwc ? std::uint64_t{w} * c : w, "hStride");
+    const int w_stride = nhwc ? detail::to_int(c, "wStride") : 1;
     braid::cuda::check(cudnnSetTensor4dDescriptorEx(d, CUDNN_DATA_FLOAT, detail::to_int(images, "n"),
                                                     detail::to_int(c, "c"), detail::to_int(h, "h"),
                                                     detail::to_int(w, "w"), detail::to_int(image_stride, "nStride"),
-                                                    detail::to_int(std::uint64_t{h} * w, "cStride"),
-                                                    detail::to_int(w, "hStride"), 1),
+                                                    c_stride, h_stride, w_stride),
                        "cudnnSetTensor4dDescriptorEx");
     return owned;
 }
 
-// K x C x R x S, NCHW (the samples' weight layout).
-inline FilterDescriptor make_filter_descriptor(std::uint32_t k, std::uint32_t c, std::uint32_t r, std::uint32_t s) {
+// K x C x R x S: KCRS (the samples' weight layout), or KRSC with NHWC activations.
+inline FilterDescriptor make_filter_descriptor(std::uint32_t k, std::uint32_t c, std::uint32_t r, std::uint32_t s,
+                                               TensorLayout layout = TensorLayout::nchw) {
     cudnnFilterDescriptor_t d = nullptr;
     braid::cuda::check(cudnnCreateFilterDescriptor(&d), "cudnnCreateFilterDescriptor");
     FilterDescriptor owned(d);
-    braid::cuda::check(cudnnSetFilter4dDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, detail::to_int(k, "k"),
+    braid::cuda::check(cudnnSetFilter4dDescriptor(d, CUDNN_DATA_FLOAT, layout == TensorLayout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                                  detail::to_int(k, "k"),
                                                   detail::to_int(c, "c"), detail::to_int(r, "r"),
                                                   detail::to_int(s, "s")),
                        "cudnnSetFilter4dDescriptor");

@@ -118,7 +118,7 @@ cudnnTensorDescriptor_t DescriptorCache::get(std::uint32_t images, const Shape4&
     const auto key = std::make_tuple(images, s.c, s.h, s.w, image_stride);
     auto it = descriptors_.find(key);
     if (it == descriptors_.end())
-        it = descriptors_.emplace(key, make_tensor_descriptor(images, s.c, s.h, s.w, image_stride)).first;
+        it = descriptors_.emplace(key, make_tensor_descriptor(images, s.c, s.h, s.w, image_stride, layout_)).first;
     return it->second.get();
 }
 
@@ -127,8 +127,12 @@ cudnnTensorDescriptor_t DescriptorCache::get(std::uint32_t images, const Shape4&
 CudaConv::CudaConv(std::string name, const Conv2d& layer, const LayerOptions& options)
     : name_(std::move(name)), layer_(layer), options_(options),
       filter_(make_filter_descriptor(layer.config.out_channels, layer.in.c / layer.config.groups, layer.config.kernel.h,
-                                     layer.config.kernel.w)),
-      conv_(make_conv_descriptor(layer.config.pad.h, layer.config.pad.w, layer.config.stride, layer.config.groups)) {
+                                     layer.config.kernel.w, options.layout)),
+      conv_(make_conv_descriptor(layer.config.pad.h, layer.config.pad.w, layer.config.stride, layer.config.groups)),
+      tensors_(options.layout) {
+    if (options_.layout == TensorLayout::nhwc && layer_.config.bias)
+        throw braid::Error("convolution '" + name_ +
+                           "': NHWC activations with a bias are not supported (the own bias kernels are NCHW)");
     if (options_.conv_api == ConvApi::graph) prepare_graph_api();  // before any capture
 }
 
@@ -148,6 +152,7 @@ const ConvAlgorithm& CudaConv::algorithm(CudaLane& lane, ConvPass pass, std::uin
         << layer_.in.w << "/" << x_stride << " k=" << c.out_channels << " rs=" << to_string(c.kernel) << " pad=" << to_string(c.pad)
         << " stride=" << c.stride << " groups=" << c.groups << " y/" << y_stride << (options_.tf32 ? " tf32" : " fp32")
         << (options_.deterministic ? " deterministic" : " any") << " ws<=" << options_.workspace_limit_bytes;
+    if (options_.layout != TensorLayout::nchw) key << " " << to_string(options_.layout);
     if (options_.conv_api == ConvApi::graph) {
         int device = 0;  // a plan is built for one device
         braid::cuda::check(cudaGetDevice(&device), "cudaGetDevice");
@@ -199,9 +204,9 @@ const ConvAlgorithm& CudaConv::choice(CudaLane& lane, ConvPass pass, std::uint32
         if (!graph) return legacy();
         const ConvConfig& c = layer_.config;
         GraphConvProblem p;
-        p.x = activation_shape(n, layer_.in.c, layer_.in.h, layer_.in.w, x_stride);
-        p.w = filter_shape(c.out_channels, layer_.in.c / c.groups, c.kernel.h, c.kernel.w);
-        p.y = activation_shape(n, layer_.out.c, layer_.out.h, layer_.out.w, y_stride);
+        p.x = activation_shape(n, layer_.in.c, layer_.in.h, layer_.in.w, x_stride, options_.layout);
+        p.w = filter_shape(c.out_channels, layer_.in.c / c.groups, c.kernel.h, c.kernel.w, options_.layout);
+        p.y = activation_shape(n, layer_.out.c, layer_.out.h, layer_.out.w, y_stride, options_.layout);
         p.pad = {c.pad.h, c.pad.w};
         p.stride = {c.stride, c.stride};
         p.alignment = alignment;
@@ -229,6 +234,13 @@ const ConvAlgorithm& CudaConv::choice(CudaLane& lane, ConvPass pass, std::uint32
 
 void CudaConv::run_pass(CudaLane& lane, ConvPass pass, std::uint32_t n, const float* x, std::uint64_t x_stride,
                         const float* w, const float* y, std::uint64_t y_stride) {
+    // An NHWC slice of a concat buffer has a pixel stride of the whole
+    // buffer's channels, which a view (one image stride) cannot say.
+    if (options_.layout == TensorLayout::nhwc &&
+        (x_stride != image_shape(layer_.in).elements() || y_stride != image_shape(layer_.out).elements()))
+        throw braid::Error("convolution '" + name_ + "' " + std::string(to_string(pass)) +
+                           ": NHWC activations must be whole tensors, not channel slices (image strides " +
+                           std::to_string(x_stride) + " and " + std::to_string(y_stride) + ")");
     cudnnTensorDescriptor_t xd = tensors_.get(n, image_shape(layer_.in), x_stride);
     cudnnTensorDescriptor_t yd = tensors_.get(n, image_shape(layer_.out), y_stride);
     const ConvAlgorithm& a = choice(lane, pass, n, x, x_stride, w, y, y_stride, xd, yd);

@@ -56,12 +56,15 @@ ConstDeviceImages images_of(const ConstDeviceView& v, ImageRange range);
 // Throws braid::cuda::CudaError naming `what` when a launch failed.
 void check_launch(cudaError_t status, const std::string& what);
 
-// Tensor descriptors by (images, c, h, w, image stride), made on first use.
+// Tensor descriptors by (images, c, h, w, image stride), made on first
+// use, in one layout.
 class DescriptorCache {
 public:
+    explicit DescriptorCache(TensorLayout layout = TensorLayout::nchw) noexcept : layout_(layout) {}
     cudnnTensorDescriptor_t get(std::uint32_t images, const Shape4& image_shape, std::uint64_t image_stride);
 
 private:
+    TensorLayout layout_;
     std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint64_t>, TensorDescriptor>
         descriptors_;
 };

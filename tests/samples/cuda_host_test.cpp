@@ -5,16 +5,20 @@
 // when cuDNN's batch norm hands a pass to the own kernels.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cuda/algorithms.hpp"
 #include "cuda/conv_engines.hpp"
 #include "cuda/layers.hpp"
 
 using namespace braid::samples::cuda;
+using braid::samples::Conv2d;
 
 namespace {
 
@@ -81,6 +85,44 @@ TEST_CASE("graph-API tensors: NCHW dims and strides, a concat slice's image stri
     CHECK(filter.strides == std::array<std::int64_t, 4>{28, 7, 7, 1});
     // Sizes past 32 bits stay exact.
     CHECK(activation_shape(1, 1, 70000, 70000, 4'900'000'000ULL).strides[1] == 4'900'000'000LL);
+}
+
+TEST_CASE("NHWC tensors: the same dims, channels adjacent; KRSC filters; every element one offset in both layouts") {
+    const BackendTensorShape dense = activation_shape(32, 64, 56, 56, 64 * 56 * 56, TensorLayout::nhwc);
+    CHECK(dense.dims == std::array<std::int64_t, 4>{32, 64, 56, 56});
+    CHECK(dense.strides == std::array<std::int64_t, 4>{64 * 56 * 56, 1, 56 * 64, 64});
+    const BackendTensorShape filter = filter_shape(6, 4, 1, 7, TensorLayout::nhwc);
+    CHECK(filter.dims == std::array<std::int64_t, 4>{6, 4, 1, 7});
+    CHECK(filter.strides == std::array<std::int64_t, 4>{28, 1, 28, 4});
+    CHECK(filter_shape(6, 4, 1, 7, TensorLayout::nchw).strides == filter_shape(6, 4, 1, 7).strides);
+
+    // Offsets n*s0 + c*s1 + h*s2 + w*s3 of a dense tensor cover [0, NCHW) once each.
+    for (const TensorLayout layout : {TensorLayout::nchw, TensorLayout::nhwc}) {
+        CAPTURE(to_string(layout));
+        const std::uint32_t n = 2, c = 3, h = 4, w = 5;
+        const BackendTensorShape t = activation_shape(n, c, h, w, std::uint64_t{c} * h * w, layout);
+        std::vector<int> seen(std::size_t{n} * c * h * w, 0);
+        for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t j = 0; j < c; ++j)
+                for (std::int64_t k = 0; k < h; ++k)
+                    for (std::int64_t l = 0; l < w; ++l) {
+                        const std::int64_t at = i * t.strides[0] + j * t.strides[1] + k * t.strides[2] + l * t.strides[3];
+                        REQUIRE(at >= 0);
+                        REQUIRE(at < static_cast<std::int64_t>(seen.size()));
+                        ++seen[static_cast<std::size_t>(at)];
+                    }
+        CHECK(std::count(seen.begin(), seen.end(), 1) == static_cast<std::ptrdiff_t>(seen.size()));
+    }
+    CHECK(to_string(TensorLayout::nhwc) == "nhwc");
+    CHECK(to_string(TensorLayout::nchw) == "nchw");
+}
+
+TEST_CASE("NHWC convolutions refuse a bias (the own bias kernels are NCHW), naming the layer") {
+    LayerOptions o;
+    o.layout = TensorLayout::nhwc;
+    const Conv2d biased({2, 4, 8, 8}, {.out_channels = 6, .kernel = 3, .stride = 1, .pad = 1, .groups = 1, .bias = true});
+    CHECK_THROWS_WITH_AS(CudaConv("stem.conv", biased, o),
+                         doctest::Contains("convolution 'stem.conv': NHWC activations with a bias"), braid::Error);
 }
 
 TEST_CASE("graph-API alignment: the largest power of two up to 16 dividing every pointer") {

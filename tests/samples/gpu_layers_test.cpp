@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/layers.hpp"
@@ -130,6 +131,68 @@ TEST_CASE("convolution (cuDNN legacy calls and graph-API engines): forward, back
                 }
         check_close(got, y, library_tol, "conv forward into a channel slice");
         CHECK(untouched == 2 * 5 * plane);
+    }
+}
+
+TEST_CASE("convolution with NHWC activations and KRSC filters (both APIs): the reference's results, transposed; channel slices refused") {
+    // NCHW <-> NHWC of a dense tensor (a KCRS filter is K images of C x R x S).
+    const auto transpose = [](const auto& v, Shape4 s, bool to_nhwc) {
+        std::remove_cvref_t<decltype(v)> out(v.size());
+        for (std::uint32_t n = 0; n < s.n; ++n)
+            for (std::uint32_t c = 0; c < s.c; ++c)
+                for (std::uint32_t h = 0; h < s.h; ++h)
+                    for (std::uint32_t w = 0; w < s.w; ++w) {
+                        const std::size_t nchw = ((std::size_t{n} * s.c + c) * s.h + h) * s.w + w;
+                        const std::size_t nhwc = ((std::size_t{n} * s.h + h) * s.w + w) * s.c + c;
+                        if (to_nhwc) out[nhwc] = v[nchw];
+                        else out[nchw] = v[nhwc];
+                    }
+        return out;
+    };
+    TestLane lane;
+    for (const cuda::ConvApi api : conv_apis) {
+        CAPTURE(to_string(api));
+        cuda::LayerOptions o = exact_options(0, api);
+        o.layout = cuda::TensorLayout::nhwc;
+        const Conv2d layers[] = {
+            Conv2d({3, 5, 9, 9}, {.out_channels = 4, .kernel = 3, .stride = 2, .pad = 1, .groups = 1, .bias = false}),
+            Conv2d({2, 8, 7, 7}, {.out_channels = 16, .kernel = 1, .stride = 1, .pad = 0, .groups = 1, .bias = false}),
+            Conv2d({2, 4, 11, 6}, {.out_channels = 6, .kernel = {7, 1}, .stride = 2, .pad = {3, 0}, .groups = 2, .bias = false}),
+        };
+        for (const Conv2d& layer : layers) {
+            CAPTURE(to_string(layer.in));
+            const Shape4 in = layer.in, out = layer.out;
+            const Shape4 filter{layer.config.out_channels, in.c / layer.config.groups, layer.config.kernel.h,
+                                layer.config.kernel.w};
+            const auto x = random_values<double>(in.elements(), 11);
+            const auto w = random_values<double>(layer.weight_elements(), 12);
+            const auto dy = random_values<double>(out.elements(), 13);
+            std::vector<double> y(out.elements()), dx(in.elements()), dw(w.size());
+            conv_forward<double>(layer, cv(x, in), w.data(), nullptr, mv(y, out), whole_batch(in));
+            conv_backward_data<double>(layer, cv(dy, out), w.data(), mv(dx, in), whole_batch(in));
+            conv_backward_weight<double>(layer, cv(x, in), cv(dy, out), dw.data(), nullptr);
+
+            const DeviceVector<float> gx(to_float(transpose(x, in, true))), gw(to_float(transpose(w, filter, true))),
+                gdy(to_float(transpose(dy, out, true)));
+            DeviceVector<float> gy(out.elements()), gdx(in.elements()), gdw(w.size());
+            cuda::CudaConv conv("conv.nhwc", layer, o);
+            conv.forward(lane(), gx.view(in), gw.get(), nullptr, gy.view(out), whole_batch(in));
+            conv.backward_data(lane(), gdy.view(out), gw.get(), gdx.view(in), whole_batch(in));
+            conv.backward_weight(lane(), gx.view(in), gdy.view(out), gdw.get(), nullptr);
+            const auto back = [&](const DeviceVector<float>& d, Shape4 s) { return transpose(d.host(), s, false); };
+            check_close(back(gy, out), y, library_tol, "NHWC conv forward");
+            check_close(back(gdx, in), dx, library_tol, "NHWC conv backward data");
+            check_close(back(gdw, filter), dw, library_tol, "NHWC conv backward weight");
+        }
+        // A channel slice (image stride over c*h*w) has no NHWC view: refused, naming the layer.
+        const Conv2d layer({2, 3, 6, 6}, {.out_channels = 4, .kernel = 3, .stride = 1, .pad = 1, .groups = 1, .bias = false});
+        const DeviceVector<float> gx(layer.in.elements()), gw(layer.weight_elements());
+        DeviceVector<float> gwide(2 * 9 * 36);
+        const TensorView<float> slice{gwide.get() + 2 * 36, layer.out, 9 * 36};
+        cuda::CudaConv conv("conv.nhwc.slice", layer, o);
+        CHECK_THROWS_WITH_AS(conv.forward(lane(), gx.view(layer.in), gw.get(), nullptr, slice, whole_batch(layer.in)),
+                             doctest::Contains("convolution 'conv.nhwc.slice' forward: NHWC activations must be whole tensors"),
+                             braid::Error);
     }
 }
 

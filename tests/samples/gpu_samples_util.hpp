@@ -1,6 +1,6 @@
-// Helpers of the samples' GPU tests: a lane made by hand (stream, cuDNN and
-// cuBLAS handles bound to it, workspaces, scratch), device copies of host
-// vectors, and comparisons with a stated tolerance.
+// Helpers of the samples' GPU tests: a lane made by hand
+// (cuda/standalone_lane.hpp), device copies of host vectors, and
+// comparisons with a stated tolerance.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -12,46 +12,14 @@
 #include <vector>
 
 #include "braid/cuda/backend.hpp"
+#include "cuda/standalone_lane.hpp"
 #include "nn/tensor.hpp"
 
 namespace gpu_test {
 
 using namespace braid::samples;
 
-// What CudaBackend gives a body, without a backend.
-class TestLane {
-public:
-    TestLane()
-        : stream_(braid::cuda::create_stream()), cublas_(braid::cuda::create_cublas()),
-          cudnn_(braid::cuda::create_cudnn()), cublas_ws_(std::size_t{32} << 20), cudnn_ws_(std::size_t{64} << 20) {
-        braid::cuda::check(cublasSetStream(cublas_.get(), stream_.get()), "cublasSetStream");
-        braid::cuda::check(cublasSetWorkspace(cublas_.get(), cublas_ws_.get(), cublas_ws_.bytes()),
-                           "cublasSetWorkspace");
-        braid::cuda::check(cudnnSetStream(cudnn_.get(), stream_.get()), "cudnnSetStream");
-        lane_.stream = stream_.get();
-        lane_.cublas = cublas_.get();
-        lane_.cudnn = cudnn_.get();
-        lane_.cublas_workspace = cublas_ws_.get();
-        lane_.cublas_workspace_bytes = cublas_ws_.bytes();
-        lane_.cudnn_workspace = cudnn_ws_.get();
-        lane_.cudnn_workspace_bytes = cudnn_ws_.bytes();
-    }
-    ~TestLane() { braid::cuda::check_noexcept(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize"); }
-
-    // The lane for one body (its scratch starts empty).
-    braid::CudaLane& operator()() {
-        lane_.scratch.begin_body(false);
-        return lane_;
-    }
-    void sync() const { braid::cuda::check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize"); }
-
-private:
-    braid::cuda::Stream stream_;
-    braid::cuda::CublasHandle cublas_;
-    braid::cuda::CudnnHandle cudnn_;
-    braid::cuda::DeviceBuffer cublas_ws_, cudnn_ws_;
-    braid::CudaLane lane_;
-};
+using TestLane = cuda::StandaloneLane;
 
 template <class T>
 class DeviceVector {

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "braid/exec/executor.hpp"
@@ -20,6 +21,7 @@
 #include "nn/gradient_sum.hpp"
 #include "samples_test_util.hpp"
 #include "train/host_model.hpp"
+#include "train/conv_census.hpp"
 #include "train/training_graph.hpp"
 
 using namespace samples_test;
@@ -678,3 +680,42 @@ TEST_CASE("the graph is the same for the same configuration") {
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("conv census: ResNet-50's 53 convolutions are 23 distinct problems; the stem conv has no backward_data") {
+    TrainConfig c;
+    c.model.net = "resnet50";
+    c.model.batch = 2;
+    c.model.image = 224;
+    const TrainingGraph tg = build_training_graph(c);
+    const std::vector<ConvCensusEntry> census = conv_census(tg);
+    // conv1; layer1: conv1 of block 0 and of blocks 1-2, conv2, conv3 (= the
+    // downsample's 1x1 64 -> 256 at 56x56); layers 2-4: six each (block 0's
+    // three and downsample, the later blocks' conv1 and conv2; conv3 repeats).
+    CHECK(census.size() == 23);
+    std::uint32_t layers = 0, backward_data = 0;
+    std::map<std::string, const ConvCensusEntry*> by_first;
+    for (const ConvCensusEntry& e : census) {
+        layers += e.layers;
+        backward_data += e.backward_data;
+        by_first[e.first] = &e;
+        const LayerId first = tg.network.layer_id(e.first);
+        const auto* conv = std::get_if<Conv2d>(&tg.network.layer(first).spec);
+        REQUIRE(conv != nullptr);
+        CHECK(conv->in == e.layer.in);
+        CHECK(conv->out == e.layer.out);
+    }
+    CHECK(layers == 53);
+    CHECK(backward_data == 52);
+    REQUIRE(by_first.count("conv1") == 1);
+    CHECK(by_first["conv1"]->backward_data == 0);
+    CHECK(by_first["conv1"]->layers == 1);
+    REQUIRE(by_first.count("layer1.0.conv3") == 1);
+    CHECK(by_first["layer1.0.conv3"]->layers == 4);  // every block's conv3 of layer1, and layer1.0.downsample.0
+    CHECK(by_first.count("layer1.0.downsample.0") == 0);
+    REQUIRE(by_first.count("layer1.0.conv2") == 1);
+    CHECK(by_first["layer1.0.conv2"]->layers == 3);
+    CHECK(by_first["layer1.0.conv2"]->layer.in.n == 2);
+    // Program order of first appearance.
+    CHECK(census.front().first == "conv1");
+    CHECK(census[1].first == "layer1.0.conv1");
+}

@@ -1,0 +1,27 @@
+// The convolutions of a training step, one entry per distinct problem:
+// what a benchmark that times each problem alone (bench-gpu-conv) runs,
+// and how many times the step runs it. Two layers are one problem when
+// their input shapes (batch included) and geometry (output channels,
+// kernel, stride, padding, groups, bias) are equal.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nn/conv.hpp"
+#include "train/training_graph.hpp"
+
+namespace braid::samples {
+
+struct ConvCensusEntry {
+    Conv2d layer;                      // the problem
+    std::string first;                 // the first layer with it, in program order
+    std::uint32_t layers = 0;          // layers with it: forward and backward-filter passes per step
+    std::uint32_t backward_data = 0;   // of those, the ones with a backward_data op (not a conv on the images)
+};
+
+// In the program order of each problem's first layer.
+std::vector<ConvCensusEntry> conv_census(const TrainingGraph& tg);
+
+}  // namespace braid::samples
