@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -373,28 +374,31 @@ bool measure_variant(const TrainingGraph& tg, const std::string& device, const C
 }
 
 // Settles --conv-api auto and then --batch-norm auto by measure_variant;
-// while the convolutions are measured, batch norm auto counts as own.
+// while one is measured, a later one still auto counts as its first value.
 void settle_auto_settings(Options& o, const TrainingGraph& tg, const std::string& device) {
-    if (o.conv_api == "auto") {
+    struct AutoSetting {
+        std::string Options::*option;
+        bool CudaRunOptions::*flag;      // what the second value sets
+        std::array<const char*, 2> values;  // off, on
+        const char* what;
+        std::array<const char*, 2> names;   // of the two values, for the messages
+    };
+    static const std::array<AutoSetting, 2> settings{{
+        {&Options::conv_api, &CudaRunOptions::conv_graph_api, {"legacy", "graph"}, "conv API",
+         {"legacy calls", "graph-API engines"}},
+        {&Options::batch_norm, &CudaRunOptions::cudnn_batch_norm, {"own", "cudnn"}, "batch norm",
+         {"own kernels", "cuDNN's kernels"}},
+    }};
+    for (std::size_t i = 0; i < settings.size(); ++i) {
+        const AutoSetting& s = settings[i];
+        if (o.*s.option != "auto") continue;
         Options base = o;
-        base.conv_api = "legacy";
-        if (base.batch_norm == "auto") base.batch_norm = "own";
+        for (std::size_t j = i; j < settings.size(); ++j)
+            if (base.*settings[j].option == "auto") base.*settings[j].option = settings[j].values[0];
         CudaRunOptions variant = cuda_run_options(base);
-        variant.conv_graph_api = true;
-        o.conv_api = measure_variant(tg, device, cuda_run_options(base), variant, "conv API", "legacy calls",
-                                     "graph-API engines")
-                         ? "graph"
-                         : "legacy";
-    }
-    if (o.batch_norm == "auto") {
-        Options base = o;
-        base.batch_norm = "own";
-        CudaRunOptions variant = cuda_run_options(base);
-        variant.cudnn_batch_norm = true;
-        o.batch_norm = measure_variant(tg, device, cuda_run_options(base), variant, "batch norm", "own kernels",
-                                       "cuDNN's kernels")
-                           ? "cudnn"
-                           : "own";
+        variant.*s.flag = true;
+        const bool on = measure_variant(tg, device, cuda_run_options(base), variant, s.what, s.names[0], s.names[1]);
+        o.*s.option = s.values[on ? 1 : 0];
     }
 }
 #endif
