@@ -16,27 +16,30 @@
 // Each problem runs each pass the step runs (forward and backward filter
 // per layer, backward data where the layer has that op), through the CUDA
 // layers (CudaConv) as the trainers call them, so each way chooses its
-// algorithm or engine as training does (timed on the buffers first). Then
-// --rounds rounds: in each, every problem's three ways in rotating order,
-// each pass --reps times between two events. A pass's time is the median
-// over rounds of its mean; a net's time is the sum over problems, weighted
-// by how many layers run each. Prints `key: value` lines for tools/gpu-check:
+// algorithm or engine as training does (timed on the buffers, at the first
+// call). Then each pass's --reps runs are captured as one CUDA graph, and
+// --rounds rounds replay them: in each, every problem's three ways in
+// rotating order, each graph between two events. A pass's time is the
+// median over rounds of its mean per run; a net's is the sum over the
+// problems every way ran, weighted by how many layers run each. Prints
+// `key: value` lines for tools/gpu-check:
 //
 //   conv_<net>_b<batch>_<way>_{forward,backward_data,backward_filter}_ms:
 //   conv_<net>_b<batch>_<way>_ms:                  all three passes
 //   conv_<net>_b<batch>_graphapi_speedup:          legacy_nchw over graph_nchw
 //   conv_<net>_b<batch>_nhwc_speedup:              graph_nchw over graph_nhwc
-//   conv_<net>_b<batch>_<way>_legacy_fallbacks:    problems the graph API gave no engine for
-//   conv_<net>_b<batch>_failed_problems:           (problem, way) pairs that threw; such a
-//                                                  problem is left out of every way's sums
+//   conv_<net>_b<batch>_<way>_legacy_fallbacks:    problems the graph API gave no engine
+//                                                  for in some pass (they ran the legacy call)
+//   conv_<net>_b<batch>_failed_problems:           (problem, way) pairs that threw (printed)
+//   conv_<net>_b<batch>_problems_in_sums:          problems every way ran, of
+//   conv_<net>_b<batch>_problems:                  the distinct problems (no sums when none)
 //
 //   bench-gpu-conv [--nets resnet50,inception_v3] [--batch 32] [--image S]
 //                  [--rounds 5] [--reps 5] [--tf32 0|1] [--deterministic 0|1]
 //                  [--workspace-mib 1024]
 //
 // Exit status: 0; 1 when a problem fails on a way the trainers use (NCHW;
-// every failure's error is printed, NHWC's only counted);
-// 77 without a GPU; non-zero naming the option for a bad command line,
+// an NHWC failure is printed and counted, not an error); 77 without a GPU; non-zero naming the option for a bad command line,
 // checked first.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -47,8 +50,8 @@
 #include <exception>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "braid/cuda/resources.hpp"
@@ -84,6 +87,31 @@ constexpr std::array<Way, 3> ways{{{"legacy_nchw", cuda::ConvApi::legacy, cuda::
                                    {"graph_nhwc", cuda::ConvApi::graph, cuda::TensorLayout::nhwc}}};
 constexpr std::array<cuda::ConvPass, 3> passes{cuda::ConvPass::forward, cuda::ConvPass::backward_data,
                                                cuda::ConvPass::backward_filter};
+
+// The passes as keys name them.
+constexpr std::array<std::string_view, 3> pass_keys{"forward", "backward_data", "backward_filter"};
+
+// `issue`'s work on `stream` as an instantiated CUDA graph. Replayed, it
+// costs the host one launch, so the events around it time the GPU, not how
+// fast the host issues cuDNN's calls (each graph-API call builds a
+// descriptor, and a 7x7 convolution takes microseconds).
+template <class Issue>
+braid::cuda::GraphExec capture(cudaStream_t stream, Issue&& issue) {
+    braid::cuda::check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    cudaGraph_t raw = nullptr;
+    try {
+        issue();
+    } catch (...) {
+        (void)cudaStreamEndCapture(stream, &raw);
+        if (raw != nullptr) (void)cudaGraphDestroy(raw);
+        throw;
+    }
+    braid::cuda::check(cudaStreamEndCapture(stream, &raw), "cudaStreamEndCapture");
+    const braid::cuda::Graph graph(raw);
+    cudaGraphExec_t exec = nullptr;
+    braid::cuda::check(cudaGraphInstantiate(&exec, raw, 0), "cudaGraphInstantiate");
+    return braid::cuda::GraphExec(exec);
+}
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -123,19 +151,20 @@ private:
 };
 
 // One pass of one problem one way, on the lane's stream.
-void run_pass(cuda::CudaConv& conv, cuda::StandaloneLane& lane, const Buffers& b, cuda::ConvPass pass) {
+void run_pass(cuda::CudaConv& conv, cuda::StandaloneLane& lane, const Buffers& b, cuda::ConvPass pass,
+              bool capturing) {
     const Conv2d& l = conv.layer();
     const cuda::ConstDeviceView x = cuda::ConstDeviceView::dense(b.x(), l.in);
     const cuda::ConstDeviceView dy = cuda::ConstDeviceView::dense(b.dy(), l.out);
     switch (pass) {
         case cuda::ConvPass::forward:
-            conv.forward(lane(), x, b.w(), nullptr, cuda::DeviceView::dense(b.y(), l.out), whole_batch(l.in));
+            conv.forward(lane(capturing), x, b.w(), nullptr, cuda::DeviceView::dense(b.y(), l.out), whole_batch(l.in));
             break;
         case cuda::ConvPass::backward_data:
-            conv.backward_data(lane(), dy, b.w(), cuda::DeviceView::dense(b.dx(), l.in), whole_batch(l.in));
+            conv.backward_data(lane(capturing), dy, b.w(), cuda::DeviceView::dense(b.dx(), l.in), whole_batch(l.in));
             break;
         case cuda::ConvPass::backward_filter:
-            conv.backward_weight(lane(), x, dy, b.dw(), nullptr);
+            conv.backward_weight(lane(capturing), x, dy, b.dw(), nullptr);
             break;
     }
 }
@@ -159,14 +188,24 @@ bool bench_net(const Options& o, const std::string& net) {
                config.model.image, config.model.image, layers, census.size(), o.rounds, o.reps);
     std::fflush(stdout);
 
-    const std::vector<std::string> described = cuda::AlgorithmCache::process().describe();
-    const std::set<std::string> earlier(described.begin(), described.end());  // other nets' choices
     const Buffers buffers(census);
     cuda::StandaloneLane lane;
-    // convs[problem][way], null where that way failed (the problem is then left out of every sum).
-    std::vector<std::array<std::unique_ptr<cuda::CudaConv>, ways.size()>> convs(census.size());
+    // One problem one way: its layer (null where this way failed on the
+    // problem), and per pass the graph of `reps` runs and each round's mean.
+    struct Trial {
+        std::unique_ptr<cuda::CudaConv> conv;
+        std::array<braid::cuda::GraphExec, passes.size()> runs;
+        std::array<std::vector<double>, passes.size()> ms;
+    };
+    std::vector<std::array<Trial, ways.size()>> trials(census.size());
     std::vector<std::string> failures;
     bool trainers_failed = false;  // a way the trainers use (NCHW) failed
+    const auto fail = [&](std::size_t p, std::size_t k, const std::exception& e) {
+        failures.push_back(fmt::format("{} ({}): {}", census[p].first, ways[k].key, e.what()));
+        if (ways[k].layout == cuda::TensorLayout::nchw) trainers_failed = true;
+        trials[p][k].conv.reset();
+        (void)cudaGetLastError();
+    };
     for (std::size_t p = 0; p < census.size(); ++p) {
         Conv2d problem = census[p].layer;
         problem.config.bias = false;  // the passes alone; a bias is an own kernel after the forward
@@ -177,89 +216,102 @@ bool bench_net(const Options& o, const std::string& net) {
             lo.workspace_limit_bytes = o.workspace_mib << 20;
             lo.conv_api = ways[k].api;
             lo.layout = ways[k].layout;
+            Trial& t = trials[p][k];
             try {
-                auto conv = std::make_unique<cuda::CudaConv>(census[p].first, problem, lo);
+                t.conv = std::make_unique<cuda::CudaConv>(census[p].first, problem, lo);
+                // The first call chooses (timed on the buffers) and grows the scratch.
                 for (const cuda::ConvPass pass : passes)
-                    if (runs_per_step(census[p], pass) > 0) run_pass(*conv, lane, buffers, pass);  // chooses
+                    if (runs_per_step(census[p], pass) > 0) run_pass(*t.conv, lane, buffers, pass, false);
                 lane.sync();
-                convs[p][k] = std::move(conv);
+                for (std::size_t q = 0; q < passes.size(); ++q)
+                    if (runs_per_step(census[p], passes[q]) > 0)
+                        t.runs[q] = capture(lane.stream(), [&] {
+                            for (std::uint32_t r = 0; r < o.reps; ++r)
+                                run_pass(*t.conv, lane, buffers, passes[q], true);
+                        });
             } catch (const std::exception& e) {
-                failures.push_back(fmt::format("{} ({}): {}", census[p].first, ways[k].key, e.what()));
-                if (ways[k].layout == cuda::TensorLayout::nchw) trainers_failed = true;
-                (void)cudaGetLastError();
+                fail(p, k, e);
             }
         }
     }
-    for (const std::string& f : failures) fmt::print("{}: FAILED: {}\n", prefix, f);
-    fmt::print("{}_failed_problems: {}\n", prefix, failures.size());
 
-    // ms[problem][way][pass]: each round's mean of `reps` runs.
-    std::vector<std::array<std::array<std::vector<double>, passes.size()>, ways.size()>> ms(census.size());
     const braid::cuda::Event start = braid::cuda::create_event(cudaEventDefault),
                              stop = braid::cuda::create_event(cudaEventDefault);
     for (std::uint32_t round = 0; round < o.rounds; ++round)
         for (std::size_t p = 0; p < census.size(); ++p)
             for (std::size_t i = 0; i < ways.size(); ++i) {
                 const std::size_t k = (i + round + p) % ways.size();  // rotating order
-                if (!convs[p][k]) continue;
-                for (std::size_t q = 0; q < passes.size(); ++q) {
-                    if (runs_per_step(census[p], passes[q]) == 0) continue;
-                    braid::cuda::check(cudaEventRecord(start.get(), lane.stream()), "cudaEventRecord");
-                    for (std::uint32_t r = 0; r < o.reps; ++r) run_pass(*convs[p][k], lane, buffers, passes[q]);
-                    braid::cuda::check(cudaEventRecord(stop.get(), lane.stream()), "cudaEventRecord");
-                    braid::cuda::check(cudaEventSynchronize(stop.get()), "cudaEventSynchronize");
-                    float t = 0.0f;
-                    braid::cuda::check(cudaEventElapsedTime(&t, start.get(), stop.get()), "cudaEventElapsedTime");
-                    ms[p][k][q].push_back(static_cast<double>(t) / o.reps);
+                Trial& t = trials[p][k];
+                for (std::size_t q = 0; q < passes.size() && t.conv; ++q) {
+                    if (t.runs[q].get() == nullptr) continue;
+                    try {
+                        braid::cuda::check(cudaEventRecord(start.get(), lane.stream()), "cudaEventRecord");
+                        braid::cuda::check(cudaGraphLaunch(t.runs[q].get(), lane.stream()), "cudaGraphLaunch");
+                        braid::cuda::check(cudaEventRecord(stop.get(), lane.stream()), "cudaEventRecord");
+                        braid::cuda::check(cudaEventSynchronize(stop.get()), "cudaEventSynchronize");
+                        float ms = 0.0f;
+                        braid::cuda::check(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime");
+                        t.ms[q].push_back(static_cast<double>(ms) / o.reps);
+                    } catch (const std::exception& e) {
+                        fail(p, k, e);
+                    }
                 }
             }
+    for (const std::string& f : failures) fmt::print("{}: FAILED: {}\n", prefix, f);
 
-    // The table, then the sums over problems every way ran.
-    fmt::print("{:<28} {:>6} {:>16} {:>16} {:>3} {:>12} {:>12} {:>12}\n", "first layer", "layers", "input", "output",
+    // The table, then the sums over the problems every way ran.
+    fmt::print("{:<28} {:>6} {:>16} {:>16} {:>4} {:>12} {:>12} {:>12}\n", "first layer", "layers", "input", "output",
                "pass", ways[0].key, ways[1].key, ways[2].key);
     std::array<std::array<double, passes.size()>, ways.size()> total{};
+    std::uint32_t in_sums = 0;
     for (std::size_t p = 0; p < census.size(); ++p) {
         const ConvCensusEntry& e = census[p];
-        const bool complete = std::all_of(convs[p].begin(), convs[p].end(), [](const auto& c) { return c != nullptr; });
+        const bool complete = std::all_of(trials[p].begin(), trials[p].end(), [](const Trial& t) { return t.conv != nullptr; });
+        in_sums += complete ? 1 : 0;
         for (std::size_t q = 0; q < passes.size(); ++q) {
             const std::uint32_t runs = runs_per_step(e, passes[q]);
             if (runs == 0) continue;
             std::string cells;
             for (std::size_t k = 0; k < ways.size(); ++k) {
-                if (ms[p][k][q].empty()) {
+                const Trial& t = trials[p][k];
+                if (!t.conv) {
                     cells += fmt::format(" {:>12}", "failed");
                     continue;
                 }
-                const double t = median(ms[p][k][q]);
-                cells += fmt::format(" {:>12.4f}", t);
-                if (complete) total[k][q] += runs * t;
+                const double ms = median(t.ms[q]);
+                cells += fmt::format(" {:>12.4f}", ms);
+                if (complete) total[k][q] += runs * ms;
             }
-            fmt::print("{:<28} {:>6} {:>16} {:>16} {:>3}{}\n", e.first, runs, to_string(e.layer.in),
-                       to_string(e.layer.out), q == 0 ? "fwd" : q == 1 ? "bwd" : "wgt", cells);
+            fmt::print("{:<28} {:>6} {:>16} {:>16} {:>4}{}\n", e.first, runs, to_string(e.layer.in),
+                       to_string(e.layer.out), pass_keys[q].substr(0, 4), cells);
         }
     }
-    std::array<double, ways.size()> all{};
+    fmt::print("{}_failed_problems: {}\n", prefix, failures.size());
+    fmt::print("{}_problems_in_sums: {}\n", prefix, in_sums);
+    fmt::print("{}_problems: {}\n", prefix, census.size());
+    if (in_sums > 0) {
+        std::array<double, ways.size()> all{};
+        for (std::size_t k = 0; k < ways.size(); ++k) {
+            for (std::size_t q = 0; q < passes.size(); ++q) {
+                fmt::print("{}_{}_{}_ms: {:.3f}\n", prefix, ways[k].key, pass_keys[q], total[k][q]);
+                all[k] += total[k][q];
+            }
+            fmt::print("{}_{}_ms: {:.3f}\n", prefix, ways[k].key, all[k]);
+        }
+        fmt::print("{}_graphapi_speedup: {:.3f}\n", prefix, all[0] / all[1]);
+        fmt::print("{}_nhwc_speedup: {:.3f}\n", prefix, all[1] / all[2]);
+    }
+    // Problems the graph API gave no engine for, in some pass: those ran the
+    // legacy call (AlgorithmCache's note says why).
     for (std::size_t k = 0; k < ways.size(); ++k) {
-        for (std::size_t q = 0; q < passes.size(); ++q) {
-            fmt::print("{}_{}_{}_ms: {:.3f}\n", prefix, ways[k].key, to_string(passes[q]), total[k][q]);
-            all[k] += total[k][q];
-        }
-        fmt::print("{}_{}_ms: {:.3f}\n", prefix, ways[k].key, all[k]);
-    }
-    if (all[1] > 0) fmt::print("{}_graphapi_speedup: {:.3f}\n", prefix, all[0] / all[1]);
-    if (all[2] > 0) fmt::print("{}_nhwc_speedup: {:.3f}\n", prefix, all[1] / all[2]);
-    // Graph-API problems that took the legacy call instead (their cache entries say why).
-    for (std::size_t k = 1; k < ways.size(); ++k) {
+        if (ways[k].api != cuda::ConvApi::graph) continue;
         std::uint32_t fallbacks = 0;
-        const bool nhwc = ways[k].layout == cuda::TensorLayout::nhwc;
-        for (const std::string& line : cuda::AlgorithmCache::process().describe()) {
-            if (earlier.count(line) > 0) continue;
-            if (line.find(" graph-api ") == std::string::npos || (line.find(" nhwc") != std::string::npos) != nhwc)
-                continue;
-            if (line.find("legacy call") != std::string::npos) {
-                ++fallbacks;
-                fmt::print("{}: {}\n", ways[k].key, line);
-            }
+        for (std::size_t p = 0; p < census.size(); ++p) {
+            const Trial& t = trials[p][k];
+            if (!t.conv || t.conv->legacy_fallbacks() == 0) continue;
+            ++fallbacks;
+            fmt::print("{}: {} ran the legacy call in {} of its passes\n", ways[k].key, census[p].first,
+                       t.conv->legacy_fallbacks());
         }
         fmt::print("{}_{}_legacy_fallbacks: {}\n", prefix, ways[k].key, fallbacks);
     }

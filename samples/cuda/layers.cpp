@@ -141,6 +141,13 @@ std::size_t CudaConv::scratch_bytes() const {
                               : 0;
 }
 
+std::uint32_t CudaConv::legacy_fallbacks() const {
+    if (options_.conv_api != ConvApi::graph) return 0;
+    std::uint32_t n = 0;
+    for (const auto& [call, a] : chosen_) n += a.plan ? 0 : 1;
+    return n;
+}
+
 template <class Choose>
 const ConvAlgorithm& CudaConv::algorithm(CudaLane& lane, ConvPass pass, std::uint32_t images, std::uint64_t x_stride,
                                          std::uint64_t y_stride, std::int64_t alignment, Choose&& choose) {

@@ -83,6 +83,10 @@ public:
     const Conv2d& layer() const noexcept { return layer_; }
     // Lane scratch the bias gradient takes.
     std::size_t scratch_bytes() const;
+    // Of the calls this layer has made so far (by pass, image count and
+    // strides), how many run a legacy call although the options ask for the
+    // graph API (the choice's note in AlgorithmCache says why).
+    std::uint32_t legacy_fallbacks() const;
 
 private:
     // Where a choice may look: timed on buffers (workspace of `bytes`) or by heuristics.

@@ -35,9 +35,10 @@ public:
     StandaloneLane& operator=(const StandaloneLane&) = delete;
     ~StandaloneLane() { braid::cuda::check_noexcept(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize"); }
 
-    // The lane for one body (its scratch starts empty; eager: it may grow).
-    braid::CudaLane& operator()() {
-        lane_.scratch.begin_body(false);
+    // The lane for one body: its scratch starts empty, and may grow unless
+    // the body is being captured into a CUDA graph.
+    braid::CudaLane& operator()(bool capturing = false) {
+        lane_.scratch.begin_body(capturing);
         return lane_;
     }
     cudaStream_t stream() const noexcept { return stream_.get(); }

@@ -183,6 +183,8 @@ TEST_CASE("convolution with NHWC activations and KRSC filters (both APIs): the r
             check_close(back(gy, out), y, library_tol, "NHWC conv forward");
             check_close(back(gdx, in), dx, library_tol, "NHWC conv backward data");
             check_close(back(gdw, filter), dw, library_tol, "NHWC conv backward weight");
+            // The graph API ran its own engines on NHWC, not the legacy calls it falls back on.
+            CHECK(conv.legacy_fallbacks() == 0);
         }
         // A channel slice (image stride over c*h*w) has no NHWC view: refused, naming the layer.
         const Conv2d layer({2, 3, 6, 6}, {.out_channels = 4, .kernel = 3, .stride = 1, .pad = 1, .groups = 1, .bias = false});
