@@ -57,6 +57,7 @@
 #include "braid/cuda/resources.hpp"
 #include "cuda/algorithms.hpp"
 #include "cuda/cuda_trainer.hpp"
+#include "cuda/gpu_program.hpp"
 #include "cuda/layers.hpp"
 #include "cuda/standalone_lane.hpp"
 #include "nets/zoo.hpp"
@@ -344,24 +345,11 @@ int main(int argc, char** argv) {
     app.add_option("--workspace-mib", o.workspace_mib, "most cuDNN workspace one call may ask for")
         ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 20))
         ->capture_default_str();
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e);
-    }
-    try {
-        const std::string reason = cuda_unavailable_reason();
-        if (!reason.empty()) {
-            std::printf("%s: skipping the convolution benchmark\n", reason.c_str());
-            return 77;
-        }
+    return gpu_program_main(app, argc, argv, "the convolution benchmark", [&] {
         fmt::print("bench-gpu-conv: {}; tf32 {}, {}, workspace limit {} MiB\n", cuda_device_description(),
                    o.tf32 ? "on" : "off", o.deterministic ? "deterministic" : "any algorithm", o.workspace_mib);
         bool ok = true;
         for (const std::string& net : o.nets) ok = bench_net(o, net) && ok;
         return ok ? 0 : 1;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "bench-gpu-conv: %s\n", e.what());
-        return 1;
-    }
+    });
 }

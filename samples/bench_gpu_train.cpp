@@ -47,6 +47,7 @@
 #include "braid/planner/strategies/serial.hpp"
 #include "cuda/cuda_model.hpp"
 #include "cuda/cuda_trainer.hpp"
+#include "cuda/gpu_program.hpp"
 #include "nets/zoo.hpp"
 #include "train/training_graph.hpp"
 #include "train/tuning.hpp"
@@ -331,17 +332,7 @@ int main(int argc, char** argv) {
                  "checked bit for bit (tools/gpu-check runs it)",
                  "bench-gpu-train"};
     add_options(app, o);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e);
-    }
-    try {
-        const std::string reason = cuda_unavailable_reason();
-        if (!reason.empty()) {
-            std::printf("%s: skipping the GPU training benchmark\n", reason.c_str());
-            return 77;
-        }
+    return gpu_program_main(app, argc, argv, "the GPU training benchmark", [&] {
         fmt::print("bench-gpu-train: {}\n", cuda_device_description());
         const auto t0 = Clock::now();
         bool ok = true;
@@ -365,8 +356,5 @@ int main(int argc, char** argv) {
         }
         fmt::print("train_bench_total_s: {:.1f}\n", seconds_since(t0));
         return ok ? 0 : 1;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "bench-gpu-train: error: %s\n", e.what());
-        return 1;
-    }
+    });
 }

@@ -25,6 +25,7 @@
 #include "braid/planner/strategies/serial.hpp"
 #include "braid/profiler/measurements.hpp"
 #include "cuda/cuda_trainer.hpp"
+#include "cuda/gpu_program.hpp"
 #include "train/net_settings.hpp"
 #include "train/training_graph.hpp"
 
@@ -44,11 +45,6 @@ braid::Plan row_plan(const braid::MeasurementSet& m, const braid::MeasuredRow& r
 }
 
 int run(const Options& o) {
-    const std::string reason = braid::samples::cuda_unavailable_reason();
-    if (!reason.empty()) {
-        fmt::print(stderr, "braid-measure: {}\n", reason);
-        return 77;
-    }
     const braid::MeasurementSet m = braid::load_measurements(o.in);
     nlohmann::json doc = braid::detail::load_json_file(o.in);
     // Rows by (network settings, mode): each group shares a graph and a timing source.
@@ -127,15 +123,5 @@ int main(int argc, char** argv) {
     app.add_option("--rounds", o.rounds, "interleaved rounds: the repeats each row gets")
         ->check(CLI::Range(1u, 10000u))
         ->capture_default_str();
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e);
-    }
-    try {
-        return run(o);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "braid-measure: error: %s\n", e.what());
-        return 1;
-    }
+    return braid::samples::gpu_program_main(app, argc, argv, "the re-measurement", [&] { return run(o); });
 }

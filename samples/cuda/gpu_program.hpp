@@ -1,0 +1,38 @@
+// The frame of a sample GPU program's main(): the command line is parsed in
+// full first, so a mistyped option says so on any machine; without a usable
+// GPU the program prints "<reason>: skipping <what>" and exits 77 (Meson's
+// SKIP); otherwise it returns what `run` returns, and an exception is printed
+// as "<program>: error: <message>" with exit status 1.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "cuda/cuda_trainer.hpp"
+
+namespace braid::samples {
+
+template <class Run>
+int gpu_program_main(CLI::App& app, int argc, char** argv, const std::string& skipping, Run&& run) {
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    try {
+        const std::string reason = cuda_unavailable_reason();
+        if (!reason.empty()) {
+            std::printf("%s: skipping %s\n", reason.c_str(), skipping.c_str());
+            return 77;
+        }
+        return run();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: error: %s\n", app.get_name().c_str(), e.what());
+        return 1;
+    }
+}
+
+}  // namespace braid::samples
