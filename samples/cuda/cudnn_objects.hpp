@@ -89,8 +89,8 @@ inline FilterDescriptor make_filter_descriptor(std::uint32_t k, std::uint32_t c,
     cudnnFilterDescriptor_t d = nullptr;
     braid::cuda::check(cudnnCreateFilterDescriptor(&d), "cudnnCreateFilterDescriptor");
     FilterDescriptor owned(d);
-    braid::cuda::check(cudnnSetFilter4dDescriptor(d, CUDNN_DATA_FLOAT, layout == TensorLayout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
-                                                  detail::to_int(k, "k"),
+    const cudnnTensorFormat_t format = layout == TensorLayout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    braid::cuda::check(cudnnSetFilter4dDescriptor(d, CUDNN_DATA_FLOAT, format, detail::to_int(k, "k"),
                                                   detail::to_int(c, "c"), detail::to_int(r, "r"),
                                                   detail::to_int(s, "s")),
                        "cudnnSetFilter4dDescriptor");
