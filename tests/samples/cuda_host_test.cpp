@@ -2,7 +2,8 @@
 // much cuDNN workspace an algorithm may ask for, the process-wide
 // algorithm cache that keeps two models' choices the same, and how the
 // graph-API path describes a convolution and chooses among engines, and
-// when cuDNN's batch norm hands a pass to the own kernels.
+// when cuDNN's batch norm hands a pass to the own kernels; and the GPU
+// tests' host-side helpers.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "cuda/algorithms.hpp"
 #include "cuda/conv_engines.hpp"
 #include "cuda/layers.hpp"
+#include "gpu_samples_util.hpp"
 
 using namespace braid::samples::cuda;
 using braid::samples::Conv2d;
@@ -344,3 +346,16 @@ TEST_CASE("cuDNN batch norm: which statuses hand a pass to the own kernels, whic
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("the GPU tests' slice helpers: channels of a wide buffer, in order, and the values left alone") {
+    const braid::samples::Shape4 wide{2, 4, 1, 3};  // values: 100 n + 10 c + i
+    std::vector<float> all;
+    for (std::uint32_t n = 0; n < 2; ++n)
+        for (std::uint32_t c = 0; c < 4; ++c)
+            for (std::uint32_t i = 0; i < 3; ++i) all.push_back(static_cast<float>(100 * n + 10 * c + i));
+    CHECK(gpu_test::channel_slice(all, wide, 1, 2) ==
+          std::vector<float>{10, 11, 12, 20, 21, 22, 110, 111, 112, 120, 121, 122});
+    CHECK(gpu_test::channel_slice(all, wide, 3, 1) == std::vector<float>{30, 31, 32, 130, 131, 132});
+    all[0] = all[4] = all[3 * 3 + 1] = all[12 + 9] = -1.0f;  // (0,0,0), (0,1,1) inside, (0,3,1), (1,3,0)
+    CHECK(gpu_test::untouched_outside(all, wide, 1, 2, -1.0f) == 3);
+}

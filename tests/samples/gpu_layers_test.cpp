@@ -120,17 +120,8 @@ TEST_CASE("convolution (cuDNN legacy calls and graph-API engines): forward, back
         cuda::CudaConv conv("conv.slice", layer, exact_options(0, api));
         conv.forward(lane(), gx.view(layer.in), gw.get(), gb.get(), slice, whole_batch(layer.in));
         const std::vector<float> all = gwide.host();
-        std::vector<float> got;
-        std::size_t untouched = 0;
-        for (std::uint32_t n = 0; n < 2; ++n)
-            for (std::uint32_t ch = 0; ch < 9; ++ch)
-                for (std::uint64_t i = 0; i < plane; ++i) {
-                    const float v = all[(n * 9 + ch) * plane + i];
-                    if (ch >= 2 && ch < 6) got.push_back(v);
-                    else untouched += v == 7.5f ? 1 : 0;
-                }
-        check_close(got, y, library_tol, "conv forward into a channel slice");
-        CHECK(untouched == 2 * 5 * plane);
+        check_close(channel_slice(all, wide, 2, 4), y, library_tol, "conv forward into a channel slice");
+        CHECK(untouched_outside(all, wide, 2, 4, 7.5f) == 2 * 5 * plane);
     }
 }
 
@@ -437,17 +428,8 @@ TEST_CASE("pooling: cuDNN forward where floor rounding fits, own kernels for cei
             pool.forward(lane(), gx.view(layer.in), y_slice, whole_batch(layer.in));
             pool.backward_data(lane(), gx.view(layer.in), y_slice, dy_slice, gdx.view(layer.in), whole_batch(layer.in));
             const std::vector<float> all = gwide.host();
-            std::vector<float> got;
-            std::size_t untouched = 0;
-            for (std::uint32_t n = 0; n < 2; ++n)
-                for (std::uint32_t ch = 0; ch < wide.c; ++ch)
-                    for (std::uint64_t i = 0; i < plane; ++i) {
-                        const float v = all[(n * wide.c + ch) * plane + i];
-                        if (ch >= 2 && ch < 5) got.push_back(v);
-                        else untouched += v == 7.5f ? 1 : 0;
-                    }
-            CHECK(untouched == 2 * 4 * plane);
-            check_bitwise(got, y, "max pool forward into a channel slice");  // a maximum is exact
+            CHECK(untouched_outside(all, wide, 2, 3, 7.5f) == 2 * 4 * plane);
+            check_bitwise(channel_slice(all, wide, 2, 3), y, "max pool forward into a channel slice");  // exact
             check_bitwise(gdx.host(), dx, "own max pool backward from a slice");
         }
     }
@@ -678,10 +660,7 @@ TEST_CASE("batch norm on cuDNN's kernels: against the reference with a fused ReL
         const auto dyw = random_values<double>(wide.elements(), 88);
         std::vector<double> y(in.elements()), mean(3), inv_std(3), rmean(3, 0.0), rvar(3, 1.0), dx(in.elements());
         const std::uint64_t plane = 36;
-        std::vector<double> dy;  // the slice of the wide gradient
-        for (std::uint32_t n = 0; n < 2; ++n)
-            for (std::uint32_t ch = 2; ch < 5; ++ch)
-                for (std::uint64_t i = 0; i < plane; ++i) dy.push_back(dyw[(n * 8 + ch) * plane + i]);
+        const std::vector<double> dy = channel_slice(dyw, wide, 2, 3);  // the slice of the wide gradient
         batch_norm_forward_training<double>(layer, cv(x, in), gamma.data(), beta.data(), mv(y, in), mean.data(),
                                             inv_std.data(), rmean.data(), rvar.data());
         batch_norm_backward_data<double>(layer, cv(x, in), cv(dy, in), gamma.data(), mean.data(), inv_std.data(),
@@ -698,18 +677,9 @@ TEST_CASE("batch norm on cuDNN's kernels: against the reference with a fused ReL
         bn.backward_data(lane(), gx.view(in), dslice, ggamma.get(), gmean.get(), ginv.get(), gdx.view(in),
                          relu ? cuda::ConstDeviceView(slice) : cuda::ConstDeviceView{});
         const std::vector<float> all = gwide.host();
-        std::vector<float> got;
-        std::size_t untouched = 0;
-        for (std::uint32_t n = 0; n < 2; ++n)
-            for (std::uint32_t ch = 0; ch < 8; ++ch)
-                for (std::uint64_t i = 0; i < plane; ++i) {
-                    const float v = all[(n * 8 + ch) * plane + i];
-                    if (ch >= 2 && ch < 5) got.push_back(v);
-                    else untouched += v == 7.5f ? 1 : 0;
-                }
-        check_close(got, y, library_tol, "forward into a channel slice");
+        check_close(channel_slice(all, wide, 2, 3), y, library_tol, "forward into a channel slice");
         check_close(gdx.host(), dx, library_tol, "backward data from a channel slice");
-        CHECK(untouched == 2 * 5 * plane);
+        CHECK(untouched_outside(all, wide, 2, 3, 7.5f) == 2 * 5 * plane);
         // Without the ReLU's packed copy, dy's layout is not x's: the backward is the own kernels', and says so.
         if (!relu) CHECK(bn.note().find("one layout for the three") != std::string::npos);
         CHECK((bn.cudnn_passes() == 2) == bn.note().empty());

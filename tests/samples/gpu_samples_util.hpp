@@ -88,4 +88,31 @@ inline void check_bitwise(const std::vector<float>& gpu, const std::vector<float
     CHECK(true);
 }
 
+// Channels [first, first + count) of every image of a wide NCHW buffer, in
+// order: what a layer wrote into (or reads from) a concat slice.
+template <class T>
+std::vector<T> channel_slice(const std::vector<T>& wide, Shape4 shape, std::uint32_t first, std::uint32_t count) {
+    const std::uint64_t plane = shape.plane_elements();
+    std::vector<T> out;
+    for (std::uint32_t n = 0; n < shape.n; ++n)
+        for (std::uint32_t c = first; c < first + count; ++c) {
+            const auto from = wide.begin() + static_cast<std::ptrdiff_t>((std::uint64_t{n} * shape.c + c) * plane);
+            out.insert(out.end(), from, from + static_cast<std::ptrdiff_t>(plane));
+        }
+    return out;
+}
+
+// How many values outside channels [first, first + count) still equal
+// `fill`: a layer writing a slice must leave the rest of the buffer alone.
+inline std::uint64_t untouched_outside(const std::vector<float>& wide, Shape4 shape, std::uint32_t first,
+                                       std::uint32_t count, float fill) {
+    const std::uint64_t plane = shape.plane_elements();
+    std::uint64_t n = 0;
+    for (std::uint64_t i = 0; i < wide.size(); ++i) {
+        const std::uint64_t c = i / plane % shape.c;
+        n += (c < first || c >= first + count) && wide[i] == fill ? 1 : 0;
+    }
+    return n;
+}
+
 }  // namespace gpu_test
