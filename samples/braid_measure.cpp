@@ -1,25 +1,29 @@
 // braid-measure: measures the plans of a measurements file (docs/formats.md,
 // braid.measurements) again on this GPU, interleaved and with repeats, and
 // writes the file anew with the fresh times: what braid-calibrate fits on.
-// Rows of one network and launch mode are timed together, round after
-// round in rotating order (A B C, B C A, ...), so drift and noise fall on
-// every plan alike. Each row must name its bundled network ("network").
+// Or, with --profiles, measures a fresh data set for profiles braid-profile
+// wrote with the code at hand: for each, the serial and nimble plans and the
+// plan braid-profile wrote beside it (NAME.plan.json for NAME.profile.json),
+// in graph and eager mode. Rows of one network and launch mode are timed
+// together, round after round in rotating order (A B C, B C A, ...), so
+// drift and noise fall on every plan alike. Each row must name its bundled
+// network ("network").
 #include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
-#include <nlohmann/json.hpp>
+#include <fmt/ranges.h>
 
 #include "braid/cuda/device.hpp"
-#include "braid/detail/json_reader.hpp"
 #include "braid/plan/plan_json.hpp"
 #include "braid/planner/strategies/nimble.hpp"
 #include "braid/planner/strategies/serial.hpp"
@@ -32,10 +36,39 @@
 namespace {
 
 struct Options {
-    std::string in;
+    std::string in;                     // a measurements file to measure again, or
+    std::vector<std::string> profiles;  // the profiles of a fresh data set
     std::string out = "measurements.json";
     std::uint32_t rounds = 10;
 };
+
+// `path` as a file in `folder` names it.
+std::string relative_to(const std::string& path, const std::filesystem::path& folder) {
+    const std::filesystem::path base = std::filesystem::absolute(folder.empty() ? std::filesystem::path(".") : folder);
+    return std::filesystem::absolute(path).lexically_normal().lexically_relative(base.lexically_normal()).generic_string();
+}
+
+// The rows of a fresh data set (no times yet), files named relative to the
+// output's folder.
+braid::MeasurementSet fresh_rows(const Options& o) {
+    braid::MeasurementSet m;
+    m.folder = std::filesystem::path(o.out).parent_path();
+    for (const std::string& p : o.profiles) {
+        const braid::Profile profile = braid::load_profile(p);
+        if (m.device_key.empty()) m.device_key = profile.device.key;  // what the serial and nimble plans are for
+        const std::string suffix = ".profile.json";
+        std::optional<std::string> plan;
+        if (p.size() > suffix.size() && p.ends_with(suffix)) {
+            const std::string beside = p.substr(0, p.size() - suffix.size()) + ".plan.json";
+            if (std::filesystem::exists(beside)) plan = relative_to(beside, m.folder);
+        }
+        for (braid::MeasuredRow& r : braid::rows_to_measure(relative_to(p, m.folder), profile, plan))
+            m.rows.push_back(std::move(r));
+        fmt::print("braid-measure: {}: serial, nimble{}, graph and eager\n", p,
+                   plan ? " and " + *plan : " (no plan file beside it)");
+    }
+    return m;
+}
 
 // The plan a row names, for the graph braid builds for its network.
 braid::Plan row_plan(const braid::MeasurementSet& m, const braid::MeasuredRow& row, const braid::OpGraph& g) {
@@ -44,50 +77,83 @@ braid::Plan row_plan(const braid::MeasurementSet& m, const braid::MeasuredRow& r
     return braid::load_plan((m.folder / row.plan).string(), g);
 }
 
-int run(const Options& o) {
-    const braid::MeasurementSet m = braid::load_measurements(o.in);
-    nlohmann::json doc = braid::detail::load_json_file(o.in);
-    // Rows by (network settings, mode): each group shares a graph and a timing source.
-    std::map<std::tuple<std::string, bool>, std::vector<std::size_t>> groups;
-    for (std::size_t i = 0; i < m.rows.size(); ++i) {
-        const std::string who = "measurements row " + std::to_string(i) + " ('" + m.rows[i].label + "')";
-        if (m.rows[i].network.empty())
+// Rows of one network (its kernel settings included) and launch mode: they
+// share a training graph and a timing source, and are timed together.
+struct Group {
+    braid::samples::NetConfig net;
+    braid::samples::TrainingGraph tg;
+    bool graph_mode = true;
+    braid::samples::KernelSettings kernels;
+    std::vector<std::size_t> rows;
+    std::vector<braid::TuneCandidate> candidates;
+};
+
+struct Work {
+    braid::MeasurementSet m;
+    std::vector<Group> groups;
+};
+
+// The rows to measure, grouped, each with its plan loaded against the graph
+// braid builds for its network: every check before any GPU time is spent
+// (without a GPU too), each error naming the row.
+Work work_of(const Options& o) {
+    const std::filesystem::path out_folder = std::filesystem::path(o.out).parent_path();
+    if (!out_folder.empty() && !std::filesystem::is_directory(out_folder))
+        throw braid::Error("--measurements-out '" + o.out + "': no folder '" + out_folder.string() + "' to write it in");
+    Work w;
+    w.m = o.profiles.empty() ? braid::load_measurements(o.in) : fresh_rows(o);
+    std::map<std::tuple<std::string, bool>, std::size_t> index;
+    for (std::size_t i = 0; i < w.m.rows.size(); ++i) {
+        const braid::MeasuredRow& row = w.m.rows[i];
+        const std::string who = "measurements row " + std::to_string(i) + " ('" + row.label + "')";
+        if (row.network.empty())
             throw braid::Error(who + " names no bundled network: braid-measure cannot rebuild its training step");
         try {
-            // Checked here, before any GPU time is spent.
-            (void)braid::samples::net_config_from_settings(m.rows[i].network).value();
+            const bool graph_mode = row.mode == braid::LaunchMode::graph;
+            auto [it, fresh] =
+                index.try_emplace({braid::detail::settings_json(row.network).dump(), graph_mode}, w.groups.size());
+            if (fresh) {
+                braid::samples::TrainConfig tc;
+                tc.model = braid::samples::net_config_from_settings(row.network).value();
+                w.groups.push_back({tc.model, braid::samples::build_training_graph(tc), graph_mode,
+                                    braid::samples::kernel_settings_from(row.network), {}, {}});
+            }
+            Group& g = w.groups[it->second];
+            g.candidates.push_back({row.label, row_plan(w.m, row, g.tg.graph)});
+            g.rows.push_back(i);
         } catch (const std::exception& e) {
-            throw braid::Error(who + ": its network settings: " + e.what());
+            throw braid::Error(who + ": " + e.what());
         }
-        groups[{braid::detail::settings_json(m.rows[i].network).dump(), m.rows[i].mode == braid::LaunchMode::graph}]
-            .push_back(i);
     }
-    fmt::print("braid-measure: {} rows in {} groups on {}, {} interleaved rounds each\n", m.rows.size(), groups.size(),
-               braid::samples::cuda_device_description(), o.rounds);
-    for (const auto& [key, rows] : groups) {
-        const braid::samples::NetConfig net = *braid::samples::net_config_from_settings(m.rows[rows.front()].network);
-        braid::samples::TrainConfig tc;
-        tc.model = net;
-        const braid::samples::TrainingGraph tg = braid::samples::build_training_graph(tc);
-        std::vector<braid::TuneCandidate> candidates;
-        for (std::size_t r : rows) candidates.push_back({m.rows[r].label, row_plan(m, m.rows[r], tg.graph)});
+    return w;
+}
+
+int run(const Options& o, Work w) {
+    braid::MeasurementSet& m = w.m;
+    const std::string from = o.profiles.empty() ? o.in : fmt::format("the profiles {}", fmt::join(o.profiles, ", "));
+    fmt::print("braid-measure: {} rows in {} groups on {}, {} interleaved rounds each\n", m.rows.size(),
+               w.groups.size(), braid::samples::cuda_device_description(), o.rounds);
+    for (const Group& g : w.groups) {
         braid::samples::CudaRunOptions run;
-        run.graph_mode = std::get<1>(key);
-        braid::samples::CudaTrainerTiming source(tg, run);
-        source.prepare(candidates);
-        std::vector<std::vector<double>> ms(rows.size());
+        run.graph_mode = g.graph_mode;
+        run.conv_graph_api = g.kernels.conv_graph_api;
+        run.cudnn_batch_norm = g.kernels.cudnn_batch_norm;
+        braid::samples::CudaTrainerTiming source(g.tg, run);
+        source.prepare(g.candidates);
+        std::vector<std::vector<double>> ms(g.rows.size());
         for (std::uint32_t round = 0; round < o.rounds + 1; ++round)
-            for (std::size_t k = 0; k < rows.size(); ++k) {
-                const std::size_t c = (k + round) % rows.size();
+            for (std::size_t k = 0; k < g.rows.size(); ++k) {
+                const std::size_t c = (k + round) % g.rows.size();
                 const double t = source.measure_ns(c) / 1e6;
                 if (round > 0) ms[c].push_back(t);  // round 0 warms every plan up (and captures graphs)
             }
-        for (std::size_t k = 0; k < rows.size(); ++k) {
-            doc["rows"][rows[k]]["ms"] = ms[k];
+        const braid::samples::NetConfig& net = g.net;
+        for (std::size_t k = 0; k < g.rows.size(); ++k) {
+            m.rows[g.rows[k]].ms = ms[k];
             braid::CalibrationRow measured;
             measured.measured_ms = ms[k];
             fmt::print("  {} b{} {} {:<16} median {:.3f} ms over {} rounds\n", net.net, net.batch,
-                       std::get<1>(key) ? "graph" : "eager", m.rows[rows[k]].label, measured.measured_median_ms(),
+                       g.graph_mode ? "graph" : "eager", m.rows[g.rows[k]].label, measured.measured_median_ms(),
                        ms[k].size());
         }
     }
@@ -97,12 +163,15 @@ int run(const Options& o) {
     if (!m.device_name.empty() && m.device_name != live.name)
         fmt::print("braid-measure: note: {} was measured on {}; its rows are now times on {}\n", o.in, m.device_name,
                    live.name);
-    doc["device"] = {{"name", live.name}, {"key", live.key}, {"driver", on.driver}, {"cudnn", on.cudnn}, {"cublas", on.cublas}};
-    doc["source"] = fmt::format("braid-measure on {}: {} interleaved rounds per (network, mode) group; rows from {}",
-                                braid::samples::cuda_device_description(), o.rounds, o.in);
-    const std::filesystem::path out(o.out);
-    std::ofstream f(out);
-    f << doc.dump(2) << "\n";
+    m.device_name = live.name;
+    m.device_key = live.key;
+    m.driver = on.driver;
+    m.cudnn = on.cudnn;
+    m.cublas = on.cublas;
+    m.source = fmt::format("braid-measure on {}: {} interleaved rounds per (network, mode) group; rows from {}",
+                           braid::samples::cuda_device_description(), o.rounds, from);
+    std::ofstream f(o.out);
+    f << braid::measurements_to_json(m).dump(2) << "\n";
     if (!f) throw braid::Error("cannot write '" + o.out + "'");
     fmt::print("written: {} (profile and plan files are named relative to {})\n", o.out,
                std::filesystem::absolute(m.folder).string());
@@ -116,12 +185,27 @@ int main(int argc, char** argv) {
     CLI::App app{"braid-measure: time a measurements file's plans again on this GPU, interleaved, and write the file "
                  "anew (docs/calibration.md)",
                  "braid-measure"};
-    app.add_option("measurements", o.in, "a braid.measurements file whose rows name their bundled networks")->required();
+    CLI::Option* in =
+        app.add_option("measurements", o.in, "a braid.measurements file whose rows name their bundled networks");
+    CLI::Option* profiles =
+        app.add_option("--profiles", o.profiles,
+                       "instead, a fresh data set: profiles of bundled nets written by braid-profile (comma-separated); "
+                       "each gets the serial and nimble plans and the plan file beside it (NAME.plan.json), graph and "
+                       "eager")
+            ->delimiter(',')
+            ->check(CLI::ExistingFile)
+            ->excludes(in);
+    in->excludes(profiles);
+    app.callback([&] {
+        if (o.in.empty() && o.profiles.empty()) throw CLI::RequiredError("a measurements file or --profiles");
+    });
     app.add_option("-o,--measurements-out", o.out, "where the re-measured file is written (keep it beside the input, "
                                                    "whose relative file names it keeps)")
         ->capture_default_str();
     app.add_option("--rounds", o.rounds, "interleaved rounds: the repeats each row gets")
         ->check(CLI::Range(1u, 10000u))
         ->capture_default_str();
-    return braid::samples::gpu_program_main(app, argc, argv, "the re-measurement", [&] { return run(o); });
+    std::optional<Work> work;
+    return braid::samples::gpu_program_main(
+        app, argc, argv, "the measurement", [&] { work = work_of(o); }, [&] { return run(o, std::move(*work)); });
 }

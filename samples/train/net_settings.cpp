@@ -50,12 +50,14 @@ std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& 
     const std::vector<std::string> names = network_names();
     if (std::find(names.begin(), names.end(), *net) == names.end())
         throw braid::Error("network setting 'net' names '" + *net + "', not a bundled network");
+    (void)kernel_settings_from(s);  // malformed kernel settings are errors here too
     for (const auto& [name, value] : s)
         if (name != "net" && name != "batch" && name != "image" && name != "classes" && name != "width_scale" &&
-            name != "no_aux" && name != "fuse_relu" && name != "share_bn_sums" && name != "update_bucket_bytes")
+            name != "no_aux" && name != "fuse_relu" && name != "share_bn_sums" && name != "update_bucket_bytes" &&
+            name != "conv_api" && name != "batch_norm")
             throw braid::Error("unknown network setting '" + name +
                                "' (expected net, batch, image, classes, width_scale, no_aux, fuse_relu, "
-                               "share_bn_sums, update_bucket_bytes)");
+                               "share_bn_sums, update_bucket_bytes; conv_api and batch_norm for the kernels)");
     NetConfig c;
     c.net = *net;
     c.batch = positive(s, "batch", c.batch, 1 << 20);
@@ -74,6 +76,17 @@ std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& 
         c.update_bucket_bytes = static_cast<std::uint64_t>(*bucket);
     }
     return c;
+}
+
+KernelSettings kernel_settings_from(const braid::ProfileSettings& s) {
+    // A setting absent is the default kernel; present, one of its two values.
+    const auto choice = [&](const std::string& name, const std::string& off, const std::string& on) {
+        const std::string* v = setting<std::string>(s, name);
+        if (v && *v != off && *v != on)
+            throw braid::Error("kernel setting '" + name + "' is '" + *v + "', not '" + off + "' or '" + on + "'");
+        return v && *v == on;
+    };
+    return {choice("conv_api", "legacy", "graph"), choice("batch_norm", "own", "cudnn")};
 }
 
 std::optional<std::vector<braid::OpEstimate>> net_estimates(const braid::ProfileSettings& settings,

@@ -2,8 +2,8 @@
 // braid-profile writes into profile.json ("net", "batch", "image",
 // "classes", "width_scale", "no_aux"; "fuse_relu", "share_bn_sums",
 // "update_bucket_bytes" when set) so that a profile says which network it
-// measured, and what
-// braid-calibrate reads to estimate that network beside its profile.
+// measured, and what braid-calibrate reads to estimate that network beside
+// its profile; and the kernels the run used ("conv_api", "batch_norm").
 #pragma once
 
 #include <optional>
@@ -21,7 +21,18 @@ braid::ProfileSettings net_settings(const NetConfig& config);
 
 // nullopt when the settings name no bundled network ("net" missing);
 // throws braid::Error naming the setting when one is malformed or unknown.
+// The kernel settings below are allowed beside the network's.
 std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& settings);
+
+// Which library kernels a profiled run used, where not the defaults: what
+// CudaTrainer::profile adds to the settings ("conv_api": "graph",
+// "batch_norm": "cudnn"), so a profile's rows are measured with the kernels
+// it profiled. Throws braid::Error naming the setting for another value.
+struct KernelSettings {
+    bool conv_graph_api = false;
+    bool cudnn_batch_norm = false;
+};
+KernelSettings kernel_settings_from(const braid::ProfileSettings& settings);
 
 // The estimates of the bundled network `settings` describe, checked against
 // the graph it ran (`expected`, from a profile): nullopt when the settings

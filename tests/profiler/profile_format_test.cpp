@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "braid/model/device_table.hpp"
+#include "braid/profiler/measurements.hpp"
 #include "braid/profiler/profile_json.hpp"
 #include "braid/profiler/report.hpp"
 #include "profiler_fixtures.hpp"
@@ -295,4 +296,46 @@ TEST_CASE("the per-layer and per-kernel tables of an H200 profile: every layer o
     CHECK(profiler::short_kernel_name("void braid::samples::cuda::(anonymous namespace)::relu_forward_kernel("
                                       "braid::samples::cuda::ConstDeviceImages, float*)") == "relu_forward_kernel");
     CHECK(profiler::short_kernel_name("void cutlass::Kernel<foo<1, 2>>(Params)") == "Kernel<foo<1, 2>>");
+}
+
+TEST_CASE("measurements: written and read back unchanged; the rows a fresh data set measures for a profile") {
+    const std::string path = std::string(BRAID_SOURCE_DIR) + "/tests/data/h200/measurements.json";
+    const MeasurementSet m = load_measurements(path);
+    const MeasurementSet back = measurements_from_json(
+        detail::JsonReader(measurements_to_json(m), "written: $"), std::filesystem::path(path).parent_path());
+    CHECK(back.device_name == m.device_name);
+    CHECK(back.device_key == m.device_key);
+    CHECK(back.driver == m.driver);
+    CHECK(back.cudnn == m.cudnn);
+    CHECK(back.cublas == m.cublas);
+    CHECK(back.source == m.source);
+    REQUIRE(back.rows.size() == m.rows.size());
+    for (std::size_t i = 0; i < m.rows.size(); ++i) {
+        CAPTURE(i);
+        CHECK(back.rows[i].label == m.rows[i].label);
+        CHECK(back.rows[i].profile == m.rows[i].profile);
+        CHECK(back.rows[i].plan == m.rows[i].plan);
+        CHECK(back.rows[i].mode == m.rows[i].mode);
+        CHECK(back.rows[i].ms == m.rows[i].ms);
+        CHECK(back.rows[i].network == m.rows[i].network);
+    }
+
+    Profile p = load_profile(std::string(BRAID_SOURCE_DIR) + "/tests/data/h200/resnet50-b8.profile.json");
+    // Its run predates the settings: no network to rebuild, so no rows.
+    CHECK_THROWS_WITH_AS(rows_to_measure("r.profile.json", p, std::nullopt),
+                         doctest::Contains("profile 'r.profile.json' (run 'resnet50, batch 8"), Error);
+    p.run.settings = {{"net", std::string("resnet50")}, {"batch", std::int64_t{8}}, {"conv_api", std::string("graph")}};
+    const std::vector<MeasuredRow> two = rows_to_measure("r.profile.json", p, std::nullopt);
+    REQUIRE(two.size() == 4);  // serial and nimble, graph and eager
+    const std::vector<MeasuredRow> rows = rows_to_measure("r.profile.json", p, std::string("r.plan.json"));
+    REQUIRE(rows.size() == 6);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        CAPTURE(i);
+        CHECK(rows[i].profile == "r.profile.json");
+        CHECK(rows[i].network == p.run.settings);  // the kernel settings too: the rows run what was profiled
+        CHECK(rows[i].ms.empty());
+        CHECK(rows[i].mode == (i < 3 ? LaunchMode::graph : LaunchMode::eager));
+        CHECK(rows[i].plan == std::vector<std::string>{"serial", "nimble", "r.plan.json"}[i % 3]);
+        CHECK(rows[i].label == std::vector<std::string>{"serial", "nimble", "braid-profile"}[i % 3]);
+    }
 }

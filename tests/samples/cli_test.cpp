@@ -429,6 +429,83 @@ TEST_CASE("bench-gpu-train refuses bad options before it looks for a GPU") {
 }
 #endif
 
+#ifdef BENCH_GPU_CONV_PATH
+TEST_CASE("bench-gpu-conv refuses bad options before it looks for a GPU, and skips without one") {
+    const auto bench = [](const std::string& args) {
+        return braid::testing::run_command(std::string(BENCH_GPU_CONV_PATH) + " " + args);
+    };
+    for (const auto& [args, expected] : std::map<std::string, std::string>{
+             {"--nets resnet50,vgg16", "--nets: vgg16 not in"},
+             {"--batch 0", "--batch"},
+             {"--rounds 0", "--rounds"},
+             {"--reps x", "--reps"},
+             {"--workspace-mib -1", "--workspace-mib"},
+             {"--tf32 maybe", "--tf32"}}) {
+        CAPTURE(args);
+        const Run r = bench(args);
+        CAPTURE(r.output);
+        CHECK(r.status != 0);
+        CHECK(r.status != 77);
+        CHECK(r.output.find(expected) != std::string::npos);
+    }
+    const Run ok = bench("--nets resnet18 --batch 2 --image 64 --rounds 1 --reps 1");
+    CAPTURE(ok.output);
+    if (ok.status == 77) CHECK(ok.output.find("no CUDA device") != std::string::npos);
+    else CHECK(ok.status == 0);  // with a GPU: it runs
+}
+#endif
+
+#ifdef BRAID_MEASURE_PATH
+// braid-measure checks every row (networks, kernel settings, plan files
+// against the graphs braid builds) before it looks for a GPU.
+TEST_CASE("braid-measure: a fresh data set from profiles, its rows checked before any GPU time") {
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("braid-measure-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir / "out");
+    const std::string data = std::string(BRAID_SOURCE_DIR) + "/tests/data/h200/";
+    const auto measure = [](const std::string& args) {
+        return braid::testing::run_command(std::string(BRAID_MEASURE_PATH) + " " + args);
+    };
+    // The H200 data set's profiles predate run settings: no network to rebuild.
+    const Run old = measure("--profiles " + data + "resnet50-b8.profile.json -o " + (dir / "out/m.json").string());
+    CHECK(old.status == 1);
+    CHECK(old.output.find("names no bundled network in its run settings") != std::string::npos);
+    // The same profile saying what it ran (as braid-profile --net writes it), with a plan beside it.
+    nlohmann::json profile = braid::detail::load_json_file(data + "resnet50-b8.profile.json");
+    profile["run"]["settings"] = {{"net", "resnet50"}, {"batch", 8}, {"image", 224}, {"classes", 1000}};
+    std::ofstream(dir / "r8.profile.json") << profile.dump();
+    const Run plan = braid_train("--net resnet50 --batch 8 --strategy braid --dry-run --plan-out " +
+                                 (dir / "r8.plan.json").string());
+    REQUIRE(plan.status == 0);
+    const Run fresh = measure("--profiles " + (dir / "r8.profile.json").string() + " -o " + (dir / "out/m.json").string());
+    CAPTURE(fresh.output);
+    CHECK(fresh.output.find("serial, nimble and ../r8.plan.json, graph and eager") != std::string::npos);
+    if (fresh.status == 77) CHECK(fresh.output.find("no CUDA device") != std::string::npos);
+    else CHECK(fresh.status == 0);
+    // Kernel settings are measured as profiled; a value braid has no kernels for is refused.
+    profile["run"]["settings"]["conv_api"] = "frontend";
+    std::ofstream(dir / "k.profile.json") << profile.dump();
+    const Run kernels = measure("--profiles " + (dir / "k.profile.json").string() + " -o " + (dir / "out/m.json").string());
+    CHECK(kernels.status == 1);
+    CHECK(kernels.output.find("measurements row 0 ('serial'): kernel setting 'conv_api' is 'frontend'") !=
+          std::string::npos);
+    // A plan made for another graph is refused, naming the row.
+    std::filesystem::copy_file(data + "plans/googlenet-noaux-b32-braid-roofline-graph.plan.json", dir / "r8.plan.json",
+                               std::filesystem::copy_options::overwrite_existing);
+    const Run foreign = measure("--profiles " + (dir / "r8.profile.json").string() + " -o " + (dir / "out/m.json").string());
+    CHECK(foreign.status == 1);
+    CHECK(foreign.output.find("measurements row 2 ('braid-profile')") != std::string::npos);
+    CHECK(foreign.output.find("make a new plan for it") != std::string::npos);
+    // Nowhere to write, no input, both inputs.
+    const Run nowhere = measure("--profiles " + (dir / "r8.profile.json").string() + " -o " + (dir / "no/m.json").string());
+    CHECK(nowhere.status == 1);
+    CHECK(nowhere.output.find("no folder") != std::string::npos);
+    CHECK(measure("").status != 0);
+    CHECK(measure(data + "measurements.json --profiles " + (dir / "r8.profile.json").string()).status != 0);
+    std::filesystem::remove_all(dir);
+}
+#endif
+
 }  // TEST_SUITE
 
 #endif

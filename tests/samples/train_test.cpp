@@ -197,6 +197,26 @@ TEST_CASE("a profile's network settings say whether ReLUs are fused and sums sha
     bad["update_bucket_bytes"] = std::int64_t{-1};
     CHECK_THROWS_WITH_AS(net_config_from_settings(bad), doctest::Contains("'update_bucket_bytes' must be >= 0"),
                          braid::Error);
+
+    // The kernels a profiled run used sit beside the network's settings: the same network, other kernels.
+    braid::ProfileSettings kernels = net_settings(c);
+    CHECK(!kernel_settings_from(kernels).conv_graph_api);
+    CHECK(!kernel_settings_from(kernels).cudnn_batch_norm);
+    kernels["conv_api"] = std::string("graph");
+    kernels["batch_norm"] = std::string("cudnn");
+    REQUIRE(net_config_from_settings(kernels));
+    CHECK(net_config_from_settings(kernels)->net == c.net);
+    CHECK(kernel_settings_from(kernels).conv_graph_api);
+    CHECK(kernel_settings_from(kernels).cudnn_batch_norm);
+    kernels["conv_api"] = std::string("legacy");
+    CHECK(!kernel_settings_from(kernels).conv_graph_api);
+    kernels["conv_api"] = std::string("frontend");
+    CHECK_THROWS_WITH_AS(net_config_from_settings(kernels),
+                         doctest::Contains("kernel setting 'conv_api' is 'frontend', not 'legacy' or 'graph'"),
+                         braid::Error);
+    kernels["conv_api"] = std::int64_t{1};
+    CHECK_THROWS_WITH_AS(kernel_settings_from(kernels), doctest::Contains("'conv_api' has the wrong type"),
+                         braid::Error);
 }
 
 TEST_CASE("weight comparison names the first differing tensor and index") {

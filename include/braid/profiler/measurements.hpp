@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -99,6 +100,53 @@ inline MeasurementSet load_measurements(const std::string& path) {
     if (std::filesystem::is_directory(path)) throw Error("'" + path + "' is a folder, not a measurements file");
     return measurements_from_json(detail::JsonReader(detail::load_json_file(path), path + ": $"),
                                   std::filesystem::path(path).parent_path());
+}
+
+// The file of a measurement set (version 1), every repeat kept: what
+// measurements_from_json reads back.
+inline nlohmann::json measurements_to_json(const MeasurementSet& m) {
+    nlohmann::json device = nlohmann::json::object();
+    for (const auto& [key, value] : {std::pair{"name", &m.device_name}, std::pair{"key", &m.device_key},
+                                     std::pair{"driver", &m.driver}, std::pair{"cudnn", &m.cudnn},
+                                     std::pair{"cublas", &m.cublas}})
+        if (!value->empty()) device[key] = *value;
+    nlohmann::json rows = nlohmann::json::array();
+    for (const MeasuredRow& r : m.rows) {
+        nlohmann::json row = {{"label", r.label},
+                              {"profile", r.profile},
+                              {"plan", r.plan},
+                              {"mode", r.mode == LaunchMode::graph ? "graph" : "eager"},
+                              {"ms", r.ms}};
+        if (!r.network.empty()) row["network"] = detail::settings_json(r.network);
+        rows.push_back(std::move(row));
+    }
+    nlohmann::json doc = {{"format", "braid.measurements"}, {"version", 1}, {"device", std::move(device)}};
+    if (!m.source.empty()) doc["source"] = m.source;
+    doc["rows"] = std::move(rows);
+    return doc;
+}
+
+// The rows a fresh data set measures for a profile of a bundled network
+// (`profile_file` and `plan_file` as the measurements file will name them,
+// relative to it): the serial and nimble plans, made from the profile's
+// graph, and `plan_file` when given (say the plan braid-profile wrote beside
+// the profile), each in graph and eager mode, with no times yet. Throws
+// naming the profile when its run settings name no bundled network ("net"):
+// the rows must say what to build to run them.
+inline std::vector<MeasuredRow> rows_to_measure(const std::string& profile_file, const Profile& profile,
+                                                const std::optional<std::string>& plan_file,
+                                                const std::string& plan_label = "braid-profile") {
+    const auto net = profile.run.settings.find("net");
+    if (net == profile.run.settings.end() || !std::holds_alternative<std::string>(net->second))
+        throw Error("profile '" + profile_file + "' (run '" + profile.run.network +
+                    "') names no bundled network in its run settings (\"net\"): profile it again with braid-profile "
+                    "--net, whose profiles say what they ran");
+    std::vector<std::pair<std::string, std::string>> plans{{"serial", "serial"}, {"nimble", "nimble"}};
+    if (plan_file) plans.emplace_back(plan_label, *plan_file);
+    std::vector<MeasuredRow> rows;
+    for (const LaunchMode mode : {LaunchMode::graph, LaunchMode::eager})
+        for (const auto& [label, plan] : plans) rows.push_back({label, profile_file, plan, mode, {}, profile.run.settings});
+    return rows;
 }
 
 // The measurements as calibration inputs: one ProfiledNet per distinct
