@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -22,6 +23,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include "braid/cuda/device.hpp"
 #include "braid/plan/plan_json.hpp"
@@ -53,9 +55,12 @@ std::string relative_to(const std::string& path, const std::filesystem::path& fo
 braid::MeasurementSet fresh_rows(const Options& o) {
     braid::MeasurementSet m;
     m.folder = std::filesystem::path(o.out).parent_path();
+    std::set<std::string> seen;
     for (const std::string& p : o.profiles) {
+        if (!seen.insert(relative_to(p, m.folder)).second) throw braid::Error("--profiles lists '" + p + "' twice");
         const braid::Profile profile = braid::load_profile(p);
         if (m.device_key.empty()) m.device_key = profile.device.key;  // what the serial and nimble plans are for
+        if (m.device_name.empty()) m.device_name = profile.device.name;
         const std::string suffix = ".profile.json";
         std::optional<std::string> plan;
         if (p.size() > suffix.size() && p.ends_with(suffix)) {
@@ -98,10 +103,46 @@ struct Work {
 // (without a GPU too), each error naming the row.
 Work work_of(const Options& o) {
     const std::filesystem::path out_folder = std::filesystem::path(o.out).parent_path();
-    if (!out_folder.empty() && !std::filesystem::is_directory(out_folder))
-        throw braid::Error("--measurements-out '" + o.out + "': no folder '" + out_folder.string() + "' to write it in");
+    const std::string where = out_folder.empty() ? std::string(".") : out_folder.string();
+    if (!std::filesystem::is_directory(where))
+        throw braid::Error("--measurements-out '" + o.out + "': no folder '" + where + "' to write it in");
+    if (std::filesystem::is_directory(o.out)) throw braid::Error("--measurements-out '" + o.out + "' is a folder");
+    if (::access(where.c_str(), W_OK) != 0 || (std::filesystem::exists(o.out) && ::access(o.out.c_str(), W_OK) != 0))
+        throw braid::Error("--measurements-out '" + o.out + "': not writable");
     Work w;
     w.m = o.profiles.empty() ? braid::load_measurements(o.in) : fresh_rows(o);
+    // Files are named relative to the file written, wherever the input was.
+    for (braid::MeasuredRow& row : w.m.rows) {
+        row.profile = relative_to((w.m.folder / row.profile).string(), out_folder);
+        if (row.plan != "serial" && row.plan != "nimble") row.plan = relative_to((w.m.folder / row.plan).string(), out_folder);
+    }
+    w.m.folder = out_folder;
+    // Each profile once: the graph braid builds today must be the one it ran, with the kernels the rows name, on one GPU.
+    std::map<std::string, std::string> profiles;  // file -> its device
+    for (std::size_t i = 0; i < w.m.rows.size(); ++i) {
+        const braid::MeasuredRow& row = w.m.rows[i];
+        if (profiles.contains(row.profile)) continue;
+        const std::string who = "measurements row " + std::to_string(i) + " ('" + row.label + "')";
+        const std::string file = (w.m.folder / row.profile).string();
+        try {
+            const braid::Profile p = braid::load_profile(file);
+            if (!p.graph) throw braid::Error("the profile has no embedded graph; profile again");
+            if (!row.network.empty() && !braid::samples::net_estimates(row.network, *p.graph))
+                throw braid::Error("its network settings name no bundled network");
+            const braid::samples::KernelSettings ran = braid::samples::kernel_settings_from(p.run.settings),
+                                                 asked = braid::samples::kernel_settings_from(row.network);
+            if (ran.conv_graph_api != asked.conv_graph_api || ran.cudnn_batch_norm != asked.cudnn_batch_norm)
+                throw braid::Error("its kernel settings (conv_api, batch_norm) are not the ones profile '" + file +
+                                   "' ran with");
+            if (!profiles.empty() && profiles.begin()->second != p.device.name)
+                throw braid::Error("profile '" + file + "' ran on '" + p.device.name + "', profile '" +
+                                   profiles.begin()->first + "' on '" + profiles.begin()->second +
+                                   "': a data set is of one GPU");
+            profiles.emplace(row.profile, p.device.name);
+        } catch (const std::exception& e) {
+            throw braid::Error(who + ": " + e.what());
+        }
+    }
     std::map<std::tuple<std::string, bool>, std::size_t> index;
     for (std::size_t i = 0; i < w.m.rows.size(); ++i) {
         const braid::MeasuredRow& row = w.m.rows[i];
@@ -172,9 +213,10 @@ int run(const Options& o, Work w) {
                            braid::samples::cuda_device_description(), o.rounds, from);
     std::ofstream f(o.out);
     f << braid::measurements_to_json(m).dump(2) << "\n";
+    f.close();
     if (!f) throw braid::Error("cannot write '" + o.out + "'");
     fmt::print("written: {} (profile and plan files are named relative to {})\n", o.out,
-               std::filesystem::absolute(m.folder).string());
+               std::filesystem::absolute(m.folder.empty() ? std::filesystem::path(".") : m.folder).string());
     return 0;
 }
 
@@ -182,25 +224,24 @@ int run(const Options& o, Work w) {
 
 int main(int argc, char** argv) {
     Options o;
-    CLI::App app{"braid-measure: time a measurements file's plans again on this GPU, interleaved, and write the file "
-                 "anew (docs/calibration.md)",
+    CLI::App app{"braid-measure: time a measurements file's plans again on this GPU, or the plans of profiles for a "
+                 "fresh data set, interleaved, and write the measurements (docs/calibration.md)",
                  "braid-measure"};
     CLI::Option* in =
         app.add_option("measurements", o.in, "a braid.measurements file whose rows name their bundled networks");
-    CLI::Option* profiles =
-        app.add_option("--profiles", o.profiles,
-                       "instead, a fresh data set: profiles of bundled nets written by braid-profile (comma-separated); "
-                       "each gets the serial and nimble plans and the plan file beside it (NAME.plan.json), graph and "
-                       "eager")
-            ->delimiter(',')
-            ->check(CLI::ExistingFile)
-            ->excludes(in);
-    in->excludes(profiles);
+    app.add_option("--profiles", o.profiles,
+                   "instead, a fresh data set: profiles of bundled nets written by braid-profile (comma-separated); "
+                   "each gets the serial and nimble plans and the plan file beside it (NAME.plan.json), graph and "
+                   "eager")
+        ->delimiter(',')
+        ->check(CLI::ExistingFile)
+        ->excludes(in);
     app.callback([&] {
         if (o.in.empty() && o.profiles.empty()) throw CLI::RequiredError("a measurements file or --profiles");
     });
-    app.add_option("-o,--measurements-out", o.out, "where the re-measured file is written (keep it beside the input, "
-                                                   "whose relative file names it keeps)")
+    app.add_option("-o,--measurements-out", o.out,
+                   "where the measurements are written (its folder must exist); profile and plan files are named "
+                   "relative to it")
         ->capture_default_str();
     app.add_option("--rounds", o.rounds, "interleaved rounds: the repeats each row gets")
         ->check(CLI::Range(1u, 10000u))

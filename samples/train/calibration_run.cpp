@@ -27,6 +27,17 @@ braid::CalibrationInputs read_calibration_inputs(const std::vector<std::string>&
     auto estimates = [](const braid::MeasuredRow& row, const braid::OpGraph& graph) {
         return net_estimates(row.network, graph);
     };
+    // One set of kernels: a graph-API profile and a legacy one are other
+    // kernels for the same network, and one fit per kernel class would
+    // average them.
+    std::optional<std::pair<KernelSettings, std::string>> kernels;  // the first seen, and where
+    const auto same_kernels = [&](const braid::ProfileSettings& s, const std::string& where) {
+        const KernelSettings k = kernel_settings_from(s);
+        if (!kernels) kernels.emplace(k, where);
+        else if (!(k == kernels->first))
+            throw braid::Error(where + " ran " + to_string(k) + ", " + kernels->second + " " +
+                               to_string(kernels->first) + ": a calibration is of one set of kernels");
+    };
     for (const std::string& file : files) {
         if (!std::filesystem::is_regular_file(file)) throw braid::Error("cannot read '" + file + "': no such file");
         const nlohmann::json doc = braid::detail::load_json_file(file);
@@ -36,6 +47,7 @@ braid::CalibrationInputs read_calibration_inputs(const std::vector<std::string>&
         if (format == "braid.profile") {
             const braid::Profile p = braid::load_profile(file);
             if (!p.graph) throw braid::ProfileError("profile '" + file + "' has no embedded graph; profile again");
+            same_kernels(p.run.settings, "profile '" + file + "'");
             std::optional<std::vector<braid::OpEstimate>> est = net_estimates(p.run.settings, *p.graph);
             if (!est) {
                 skipped.push_back("profile '" + file +
@@ -62,7 +74,11 @@ braid::CalibrationInputs read_calibration_inputs(const std::vector<std::string>&
         if (format != "braid.measurements")
             throw braid::FormatError(file, format.empty() ? "neither a braid.measurements nor a braid.profile document"
                                                           : "a " + format + ", not measurements or a profile");
-        braid::CalibrationInputs in = braid::calibration_inputs(braid::load_measurements(file), estimates);
+        const braid::MeasurementSet measured = braid::load_measurements(file);
+        for (std::size_t i = 0; i < measured.rows.size(); ++i)
+            same_kernels(measured.rows[i].network, "'" + file + "' row " + std::to_string(i) + " ('" +
+                                                        measured.rows[i].label + "')");
+        braid::CalibrationInputs in = braid::calibration_inputs(measured, estimates);
         const std::size_t offset = all.nets.size();
         for (auto& g : in.graphs) all.graphs.push_back(std::move(g));
         for (auto& n : in.nets) all.nets.push_back(std::move(n));

@@ -89,6 +89,15 @@ KernelSettings kernel_settings_from(const braid::ProfileSettings& s) {
     return {choice("conv_api", "legacy", "graph"), choice("batch_norm", "own", "cudnn")};
 }
 
+bool operator==(const KernelSettings& a, const KernelSettings& b) noexcept {
+    return a.conv_graph_api == b.conv_graph_api && a.cudnn_batch_norm == b.cudnn_batch_norm;
+}
+
+std::string to_string(const KernelSettings& k) {
+    return std::string("conv_api ") + (k.conv_graph_api ? "graph" : "legacy") + ", batch_norm " +
+           (k.cudnn_batch_norm ? "cudnn" : "own");
+}
+
 std::optional<std::vector<braid::OpEstimate>> net_estimates(const braid::ProfileSettings& settings,
                                                             const braid::OpGraph& expected) {
     const std::optional<NetConfig> config = net_config_from_settings(settings);

@@ -33,6 +33,9 @@ struct KernelSettings {
     bool cudnn_batch_norm = false;
 };
 KernelSettings kernel_settings_from(const braid::ProfileSettings& settings);
+bool operator==(const KernelSettings& a, const KernelSettings& b) noexcept;
+// "conv_api graph, batch_norm own"
+std::string to_string(const KernelSettings& k);
 
 // The estimates of the bundled network `settings` describe, checked against
 // the graph it ran (`expected`, from a profile): nullopt when the settings

@@ -301,8 +301,9 @@ TEST_CASE("the per-layer and per-kernel tables of an H200 profile: every layer o
 TEST_CASE("measurements: written and read back unchanged; the rows a fresh data set measures for a profile") {
     const std::string path = std::string(BRAID_SOURCE_DIR) + "/tests/data/h200/measurements.json";
     const MeasurementSet m = load_measurements(path);
-    const MeasurementSet back = measurements_from_json(
-        detail::JsonReader(measurements_to_json(m), "written: $"), std::filesystem::path(path).parent_path());
+    const MeasurementSet back =
+        measurements_from_json(detail::JsonReader(json::parse(measurements_to_json(m).dump(2)), "written: $"),
+                               std::filesystem::path(path).parent_path());
     CHECK(back.device_name == m.device_name);
     CHECK(back.device_key == m.device_key);
     CHECK(back.driver == m.driver);
@@ -319,6 +320,18 @@ TEST_CASE("measurements: written and read back unchanged; the rows a fresh data 
         CHECK(back.rows[i].ms == m.rows[i].ms);
         CHECK(back.rows[i].network == m.rows[i].network);
     }
+
+    // What the reader would refuse is not written either.
+    MeasurementSet unmeasured = m;
+    unmeasured.rows[3].ms.clear();
+    CHECK_THROWS_WITH_AS(measurements_to_json(unmeasured), doctest::Contains("measurements row 3 ('"), Error);
+    MeasurementSet nowhere = m;
+    nowhere.device_name.clear();
+    nowhere.device_key.clear();
+    CHECK_THROWS_WITH_AS(measurements_to_json(nowhere), doctest::Contains("needs a name or a key"), Error);
+    MeasurementSet empty = m;
+    empty.rows.clear();
+    CHECK_THROWS_WITH_AS(measurements_to_json(empty), doctest::Contains("no rows"), Error);
 
     Profile p = load_profile(std::string(BRAID_SOURCE_DIR) + "/tests/data/h200/resnet50-b8.profile.json");
     // Its run predates the settings: no network to rebuild, so no rows.

@@ -157,5 +157,14 @@ TEST_CASE("measurements files: errors name the file, the row and the field") {
               .find("network setting 'net' names 'vgg16', not a bundled network") != std::string::npos);
     CHECK(error_of([&] { (void)samples::read_calibration_inputs({data + "/plans/resnet50-b8-braid-roofline-graph.plan.json"}); })
               .find("a braid.plan, not measurements or a profile") != std::string::npos);
+    // Rows that ran other kernels than the rest: one calibration is of one set of kernels.
+    const std::string graph_api = write_temp(
+        "graph-api.json", doc("{\"label\": \"g\", \"profile\": \"" + profile +
+                              "\", \"plan\": \"serial\", \"mode\": \"graph\", \"ms\": [1], \"network\": {\"net\": "
+                              "\"resnet50\", \"batch\": 8, \"conv_api\": \"graph\"}}"));
+    const std::string mixed = error_of([&] { (void)samples::read_calibration_inputs({data + "/measurements.json", graph_api}); });
+    CAPTURE(mixed);
+    CHECK(mixed.find("graph-api.json' row 0 ('g') ran conv_api graph, batch_norm own") != std::string::npos);
+    CHECK(mixed.find("conv_api legacy, batch_norm own: a calibration is of one set of kernels") != std::string::npos);
     std::filesystem::remove_all(std::filesystem::temp_directory_path() / "braid-accuracy-test");
 }

@@ -16,6 +16,7 @@
 #include "braid/model/device_table.hpp"
 #include "braid/plan/plan_json.hpp"
 #include "braid/planner/make_plan.hpp"
+#include "braid/profiler/measurements.hpp"
 #include "braid/profiler/profile_json.hpp"
 #include "run_command.hpp"
 #include "train/training_graph.hpp"
@@ -477,11 +478,21 @@ TEST_CASE("braid-measure: a fresh data set from profiles, its rows checked befor
     const Run plan = braid_train("--net resnet50 --batch 8 --strategy braid --dry-run --plan-out " +
                                  (dir / "r8.plan.json").string());
     REQUIRE(plan.status == 0);
-    const Run fresh = measure("--profiles " + (dir / "r8.profile.json").string() + " -o " + (dir / "out/m.json").string());
+    const Run fresh = measure("--profiles " + (dir / "r8.profile.json").string() + " --rounds 1 -o " +
+                              (dir / "out/m.json").string());
     CAPTURE(fresh.output);
     CHECK(fresh.output.find("serial, nimble and ../r8.plan.json, graph and eager") != std::string::npos);
-    if (fresh.status == 77) CHECK(fresh.output.find("no CUDA device") != std::string::npos);
-    else CHECK(fresh.status == 0);
+    if (fresh.status == 77) {
+        CHECK(fresh.output.find("no CUDA device") != std::string::npos);
+    } else {  // with a GPU: six rows written, their files named relative to the file
+        REQUIRE(fresh.status == 0);
+        const braid::MeasurementSet m = braid::load_measurements((dir / "out/m.json").string());
+        CHECK(m.rows.size() == 6);
+        for (const braid::MeasuredRow& row : m.rows) {
+            CHECK(std::filesystem::is_regular_file(m.folder / row.profile));
+            if (row.plan != "serial" && row.plan != "nimble") CHECK(std::filesystem::is_regular_file(m.folder / row.plan));
+        }
+    }
     // Kernel settings are measured as profiled; a value braid has no kernels for is refused.
     profile["run"]["settings"]["conv_api"] = "frontend";
     std::ofstream(dir / "k.profile.json") << profile.dump();
@@ -500,8 +511,16 @@ TEST_CASE("braid-measure: a fresh data set from profiles, its rows checked befor
     const Run nowhere = measure("--profiles " + (dir / "r8.profile.json").string() + " -o " + (dir / "no/m.json").string());
     CHECK(nowhere.status == 1);
     CHECK(nowhere.output.find("no folder") != std::string::npos);
-    CHECK(measure("").status != 0);
-    CHECK(measure(data + "measurements.json --profiles " + (dir / "r8.profile.json").string()).status != 0);
+    const Run none = measure("");
+    CHECK(none.status != 0);
+    CHECK(none.output.find("a measurements file or --profiles is required") != std::string::npos);
+    const Run both = measure(data + "measurements.json --profiles " + (dir / "r8.profile.json").string());
+    CHECK(both.status != 0);
+    CHECK(both.output.find("excludes") != std::string::npos);
+    const Run twice = measure("--profiles " + (dir / "r8.profile.json").string() + "," + (dir / "r8.profile.json").string() +
+                              " -o " + (dir / "out/m.json").string());
+    CHECK(twice.status == 1);
+    CHECK(twice.output.find("lists '" + (dir / "r8.profile.json").string() + "' twice") != std::string::npos);
     std::filesystem::remove_all(dir);
 }
 #endif

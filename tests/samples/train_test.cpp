@@ -214,6 +214,12 @@ TEST_CASE("a profile's network settings say whether ReLUs are fused and sums sha
     CHECK_THROWS_WITH_AS(net_config_from_settings(kernels),
                          doctest::Contains("kernel setting 'conv_api' is 'frontend', not 'legacy' or 'graph'"),
                          braid::Error);
+    kernels["conv_api"] = std::string("graph");
+    kernels["batch_norm"] = std::string("fused");
+    CHECK_THROWS_WITH_AS(kernel_settings_from(kernels),
+                         doctest::Contains("kernel setting 'batch_norm' is 'fused', not 'own' or 'cudnn'"), braid::Error);
+    CHECK(to_string(KernelSettings{true, false}) == "conv_api graph, batch_norm own");
+    kernels["batch_norm"] = std::string("own");
     kernels["conv_api"] = std::int64_t{1};
     CHECK_THROWS_WITH_AS(kernel_settings_from(kernels), doctest::Contains("'conv_api' has the wrong type"),
                          braid::Error);

@@ -103,8 +103,15 @@ inline MeasurementSet load_measurements(const std::string& path) {
 }
 
 // The file of a measurement set (version 1), every repeat kept: what
-// measurements_from_json reads back.
+// measurements_from_json reads back. Throws what that would refuse: no
+// device name or key, no rows, a row without times (naming it).
 inline nlohmann::json measurements_to_json(const MeasurementSet& m) {
+    if (m.device_name.empty() && m.device_key.empty())
+        throw Error("measurements: the device needs a name or a key");
+    if (m.rows.empty()) throw Error("measurements: no rows: nothing was measured");
+    for (std::size_t i = 0; i < m.rows.size(); ++i)
+        if (m.rows[i].ms.empty())
+            throw Error("measurements row " + std::to_string(i) + " ('" + m.rows[i].label + "'): no times yet");
     nlohmann::json device = nlohmann::json::object();
     for (const auto& [key, value] : {std::pair{"name", &m.device_name}, std::pair{"key", &m.device_key},
                                      std::pair{"driver", &m.driver}, std::pair{"cudnn", &m.cudnn},
