@@ -17,7 +17,12 @@
 // per layer, backward data where the layer has that op), through the CUDA
 // layers (CudaConv) as the trainers call them, so each way chooses its
 // algorithm or engine as training does (timed on the buffers, at the first
-// call). Then each pass's --reps runs are captured as one CUDA graph, and
+// call). The NCHW ways take the step's views: a convolution that feeds a
+// concat directly writes (and reads its gradient from) a channel slice,
+// whose larger image stride may narrow what cuDNN offers. (The bundled nets
+// have a ReLU or batch norm there, so their convolutions take whole
+// tensors.) The NHWC way runs sliced problems on whole tensors, since
+// CudaConv's NHWC views cannot be slices; the table marks them. Then each pass's --reps runs are captured as one CUDA graph, and
 // --rounds rounds replay them: in each, every problem's three ways in
 // rotating order, each graph between two events. A pass's time is the
 // median over rounds of its mean per run; a net's is the sum over the
@@ -33,6 +38,7 @@
 //   conv_<net>_b<batch>_failed_problems:           (problem, way) pairs that threw (printed)
 //   conv_<net>_b<batch>_problems_in_sums:          problems every way ran, of
 //   conv_<net>_b<batch>_problems:                  the distinct problems (no sums when none)
+//   conv_<net>_b<batch>_sliced_problems:           of them, those with a channel-slice view
 //
 //   bench-gpu-conv [--nets resnet50,inception_v3] [--batch 32] [--image S]
 //                  [--rounds 5] [--reps 5] [--tf32 0|1] [--deterministic 0|1]
@@ -120,19 +126,23 @@ double median(std::vector<double> v) {
     return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
-// Device buffers big enough for every problem of a net, filled with small
-// values (zeros would let a kernel skip work; NaNs would slow some).
+// Device buffers big enough for every problem of a net, its views' strides
+// included, filled with small values (zeros would let a kernel skip work;
+// NaNs would slow some).
 class Buffers {
 public:
     explicit Buffers(const std::vector<ConvCensusEntry>& census) {
-        std::uint64_t x = 1, w = 1, y = 1;
+        std::uint64_t x = 1, dx = 1, w = 1, y = 1, dy = 1;
         for (const ConvCensusEntry& e : census) {
-            x = std::max(x, e.layer.in.elements());
+            const std::uint64_t n = e.layer.in.n;
+            x = std::max({x, e.layer.in.elements(), n * e.x_stride});
+            dx = std::max({dx, e.layer.in.elements(), n * e.dx_stride});
             w = std::max(w, e.layer.weight_elements());
-            y = std::max(y, e.layer.out.elements());
+            y = std::max({y, e.layer.out.elements(), n * e.y_stride});
+            dy = std::max({dy, e.layer.out.elements(), n * e.dy_stride});
         }
-        for (auto [buffer, floats] : {std::pair{&x_, x}, std::pair{&dx_, x}, std::pair{&w_, w}, std::pair{&dw_, w},
-                                      std::pair{&y_, y}, std::pair{&dy_, y}}) {
+        for (auto [buffer, floats] : {std::pair{&x_, x}, std::pair{&dx_, dx}, std::pair{&w_, w}, std::pair{&dw_, w},
+                                      std::pair{&y_, y}, std::pair{&dy_, dy}}) {
             *buffer = braid::cuda::DeviceBuffer(floats * sizeof(float));
             std::vector<float> values(floats);
             for (std::uint64_t i = 0; i < floats; ++i) values[i] = static_cast<float>(i % 251) / 251.0f - 0.5f;
@@ -151,18 +161,24 @@ private:
     braid::cuda::DeviceBuffer x_, dx_, w_, dw_, y_, dy_;
 };
 
-// One pass of one problem one way, on the lane's stream.
-void run_pass(cuda::CudaConv& conv, cuda::StandaloneLane& lane, const Buffers& b, cuda::ConvPass pass,
-              bool capturing) {
+// One pass of one problem one way, on the lane's stream: on the step's
+// views (`e`'s strides), or with `whole` on whole tensors.
+void run_pass(cuda::CudaConv& conv, const ConvCensusEntry& e, bool whole, cuda::StandaloneLane& lane,
+              const Buffers& b, cuda::ConvPass pass, bool capturing) {
     const Conv2d& l = conv.layer();
-    const cuda::ConstDeviceView x = cuda::ConstDeviceView::dense(b.x(), l.in);
-    const cuda::ConstDeviceView dy = cuda::ConstDeviceView::dense(b.dy(), l.out);
+    const auto stride = [whole](std::uint64_t step, const Shape4& shape) {
+        return whole || step == 0 ? shape.image_elements() : step;
+    };
+    const cuda::ConstDeviceView x{b.x(), l.in, stride(e.x_stride, l.in)};
+    const cuda::ConstDeviceView dy{b.dy(), l.out, stride(e.dy_stride, l.out)};
     switch (pass) {
         case cuda::ConvPass::forward:
-            conv.forward(lane(capturing), x, b.w(), nullptr, cuda::DeviceView::dense(b.y(), l.out), whole_batch(l.in));
+            conv.forward(lane(capturing), x, b.w(), nullptr, cuda::DeviceView{b.y(), l.out, stride(e.y_stride, l.out)},
+                         whole_batch(l.in));
             break;
         case cuda::ConvPass::backward_data:
-            conv.backward_data(lane(capturing), dy, b.w(), cuda::DeviceView::dense(b.dx(), l.in), whole_batch(l.in));
+            conv.backward_data(lane(capturing), dy, b.w(), cuda::DeviceView{b.dx(), l.in, stride(e.dx_stride, l.in)},
+                               whole_batch(l.in));
             break;
         case cuda::ConvPass::backward_filter:
             conv.backward_weight(lane(capturing), x, dy, b.dw(), nullptr);
@@ -218,17 +234,19 @@ bool bench_net(const Options& o, const std::string& net) {
             lo.conv_api = ways[k].api;
             lo.layout = ways[k].layout;
             Trial& t = trials[p][k];
+            const bool whole = ways[k].layout == cuda::TensorLayout::nhwc;
             try {
                 t.conv = std::make_unique<cuda::CudaConv>(census[p].first, problem, lo);
                 // The first call chooses (timed on the buffers) and grows the scratch.
                 for (const cuda::ConvPass pass : passes)
-                    if (runs_per_step(census[p], pass) > 0) run_pass(*t.conv, lane, buffers, pass, false);
+                    if (runs_per_step(census[p], pass) > 0)
+                        run_pass(*t.conv, census[p], whole, lane, buffers, pass, false);
                 lane.sync();
                 for (std::size_t q = 0; q < passes.size(); ++q)
                     if (runs_per_step(census[p], passes[q]) > 0)
                         t.runs[q] = capture(lane.stream(), [&] {
                             for (std::uint32_t r = 0; r < o.reps; ++r)
-                                run_pass(*t.conv, lane, buffers, passes[q], true);
+                                run_pass(*t.conv, census[p], whole, lane, buffers, passes[q], true);
                         });
             } catch (const std::exception& e) {
                 fail(p, k, e);
@@ -260,8 +278,9 @@ bool bench_net(const Options& o, const std::string& net) {
             }
     for (const std::string& f : failures) fmt::print("{}: FAILED: {}\n", prefix, f);
 
-    // The table, then the sums over the problems every way ran.
-    fmt::print("{:<28} {:>6} {:>16} {:>16} {:>4} {:>12} {:>12} {:>12}\n", "first layer", "layers", "input", "output",
+    // The table (a sliced problem's first layer marked "[slice]": the NHWC
+    // way ran it on whole tensors), then the sums over the problems every way ran.
+    fmt::print("{:<36} {:>6} {:>16} {:>16} {:>4} {:>12} {:>12} {:>12}\n", "first layer", "layers", "input", "output",
                "pass", ways[0].key, ways[1].key, ways[2].key);
     std::array<std::array<double, passes.size()>, ways.size()> total{};
     std::uint32_t in_sums = 0;
@@ -283,13 +302,16 @@ bool bench_net(const Options& o, const std::string& net) {
                 cells += fmt::format(" {:>12.4f}", ms);
                 if (complete) total[k][q] += runs * ms;
             }
-            fmt::print("{:<28} {:>6} {:>16} {:>16} {:>4}{}\n", e.first, runs, to_string(e.layer.in),
+            fmt::print("{:<36} {:>6} {:>16} {:>16} {:>4}{}\n", e.sliced() ? e.first + " [slice]" : e.first, runs,
+                       to_string(e.layer.in),
                        to_string(e.layer.out), pass_keys[q].substr(0, 4), cells);
         }
     }
     fmt::print("{}_failed_problems: {}\n", prefix, failures.size());
     fmt::print("{}_problems_in_sums: {}\n", prefix, in_sums);
     fmt::print("{}_problems: {}\n", prefix, census.size());
+    fmt::print("{}_sliced_problems: {}\n", prefix,
+               std::count_if(census.begin(), census.end(), [](const ConvCensusEntry& e) { return e.sliced(); }));
     if (in_sums > 0) {
         std::array<double, ways.size()> all{};
         for (std::size_t k = 0; k < ways.size(); ++k) {

@@ -131,9 +131,9 @@ Work work_of(const Options& o) {
                 throw braid::Error("its network settings name no bundled network");
             const braid::samples::KernelSettings ran = braid::samples::kernel_settings_from(p.run.settings),
                                                  asked = braid::samples::kernel_settings_from(row.network);
-            if (ran.conv_graph_api != asked.conv_graph_api || ran.cudnn_batch_norm != asked.cudnn_batch_norm)
-                throw braid::Error("its kernel settings (conv_api, batch_norm) are not the ones profile '" + file +
-                                   "' ran with");
+            if (!(ran == asked))
+                throw braid::Error("its kernel settings (" + to_string(asked) + ") are not the ones profile '" +
+                                   file + "' ran with (" + to_string(ran) + ")");
             if (!profiles.empty() && profiles.begin()->second != p.device.name)
                 throw braid::Error("profile '" + file + "' ran on '" + p.device.name + "', profile '" +
                                    profiles.begin()->first + "' on '" + profiles.begin()->second +

@@ -6,9 +6,15 @@
 
 namespace braid::samples {
 
+bool ConvCensusEntry::sliced() const noexcept {
+    return x_stride > layer.in.image_elements() || y_stride > layer.out.image_elements() ||
+           dx_stride > layer.in.image_elements() || dy_stride > layer.out.image_elements();
+}
+
 std::vector<ConvCensusEntry> conv_census(const TrainingGraph& tg) {
     using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t,
-                           std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, bool>;
+                           std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, bool,
+                           std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>;
     std::vector<ConvCensusEntry> entries;
     std::map<Key, std::size_t> index;  // problem -> entry
     const auto layers = tg.network.layers();
@@ -16,10 +22,17 @@ std::vector<ConvCensusEntry> conv_census(const TrainingGraph& tg) {
         const Conv2d* conv = std::get_if<Conv2d>(&layers[l].spec);
         if (conv == nullptr) continue;
         const ConvConfig& c = conv->config;
-        const Key key{conv->in.n,     conv->in.c, conv->in.h,  conv->in.w,  c.out_channels, c.kernel.h,
-                      c.kernel.w,     c.stride,   c.pad.h,     c.pad.w,     c.groups,       c.bias};
+        const LayerBuffers& b = tg.layers.at(l);
+        const std::uint64_t x_stride = image_stride(tg, b.inputs.at(0));
+        const std::uint64_t y_stride = image_stride(tg, b.output);
+        std::uint64_t dx_stride = 0;
+        if (!b.input_gradients.empty() && b.input_gradients[0]) dx_stride = image_stride(tg, *b.input_gradients[0]);
+        const std::uint64_t dy_stride = b.output_gradient ? image_stride(tg, *b.output_gradient) : 0;
+        const Key key{conv->in.n, conv->in.c, conv->in.h, conv->in.w, c.out_channels, c.kernel.h,
+                      c.kernel.w, c.stride,   c.pad.h,    c.pad.w,    c.groups,       c.bias,
+                      x_stride,   y_stride,   dx_stride,  dy_stride};
         auto [it, fresh] = index.try_emplace(key, entries.size());
-        if (fresh) entries.push_back({*conv, layers[l].name, 0, 0});
+        if (fresh) entries.push_back({*conv, layers[l].name, 0, 0, x_stride, y_stride, dx_stride, dy_stride});
         ConvCensusEntry& e = entries[it->second];
         ++e.layers;
         if (tg.layer_ops.at(l).backward_data) ++e.backward_data;

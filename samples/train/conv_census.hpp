@@ -1,8 +1,9 @@
 // The convolutions of a training step, one entry per distinct problem:
 // what a benchmark that times each problem alone (bench-gpu-conv) runs,
 // and how many times the step runs it. Two layers are one problem when
-// their input shapes (batch included) and geometry (output channels,
-// kernel, stride, padding, groups, bias) are equal.
+// their input shapes (batch included), geometry (output channels, kernel,
+// stride, padding, groups, bias) and views (the image strides below) are
+// equal.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,14 @@ struct ConvCensusEntry {
     std::string first;                 // the first layer with it, in program order
     std::uint32_t layers = 0;          // layers with it: forward and backward-filter passes per step
     std::uint32_t backward_data = 0;   // of those, the ones with a backward_data op (not a conv on the images)
+    // Image strides (floats) of the views the step's calls take: the input
+    // x, the output y and their gradients. A stride above the tensor's
+    // C*H*W is a channel slice of a concat buffer, which limits the
+    // algorithms cuDNN offers. dx_stride is 0 without a backward_data op.
+    std::uint64_t x_stride = 0, y_stride = 0, dx_stride = 0, dy_stride = 0;
+
+    // Whether any of the views is a channel slice.
+    bool sliced() const noexcept;
 };
 
 // In the program order of each problem's first layer.

@@ -27,13 +27,18 @@ std::uint64_t TrainingGraph::allocated_bytes() const {
     return total;
 }
 
-TensorView<float> tensor_view(const TrainingGraph& tg, BufferId buffer, std::byte* root_base) {
+std::uint64_t image_stride(const TrainingGraph& tg, BufferId buffer) {
     const braid::Buffer& b = tg.graph.buffer(buffer);
     const BufferInfo& info = tg.buffers.at(buffer);
     if (info.element != ElementType::f32)
         throw braid::GraphError("buffer '" + b.name + "' does not hold floats");
-    const std::uint64_t stride = b.chunks > 1 ? b.stride_bytes / sizeof(float) : info.shape.image_elements();
-    return TensorView<float>{reinterpret_cast<float*>(root_base + b.root_offset_bytes), info.shape, stride};
+    return b.chunks > 1 ? b.stride_bytes / sizeof(float) : info.shape.image_elements();
+}
+
+TensorView<float> tensor_view(const TrainingGraph& tg, BufferId buffer, std::byte* root_base) {
+    const std::uint64_t stride = image_stride(tg, buffer);
+    return TensorView<float>{reinterpret_cast<float*>(root_base + tg.graph.buffer(buffer).root_offset_bytes),
+                             tg.buffers.at(buffer).shape, stride};
 }
 
 OpId TrainingGraph::op(LayerId layer, OpRole role) const {

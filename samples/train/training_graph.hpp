@@ -134,6 +134,9 @@ TrainingGraph build_training_graph(Network network, const SgdConfig& optimizer, 
 // concat's C*H*W for a channel slice). For a cuDNN descriptor: nStride =
 // image_stride, cStride = H*W, hStride = W, wStride = 1.
 TensorView<float> tensor_view(const TrainingGraph& tg, BufferId buffer, std::byte* root_base);
+// The image stride of that view, in floats: C*H*W of the buffer's own shape
+// for a whole tensor, more for a channel slice.
+std::uint64_t image_stride(const TrainingGraph& tg, BufferId buffer);
 
 // Kernel estimates of every op (indexed by OpId), for
 // braid::estimate_costs(device, estimates).

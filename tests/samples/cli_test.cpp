@@ -37,6 +37,19 @@ void check_fails(const std::string& args, const std::string& expected) {
     CHECK(run.output.find(expected) != std::string::npos);
 }
 
+// Runs `program` with each case's arguments and checks that it fails, not
+// skips (exit 77: no GPU), with a message containing the case's text.
+void check_refusals(const std::string& program, const std::map<std::string, std::string>& cases) {
+    for (const auto& [args, expected] : cases) {
+        CAPTURE(args);
+        const Run r = braid::testing::run_command(program + " " + args);
+        CAPTURE(r.output);
+        CHECK(r.status != 0);
+        CHECK(r.status != 77);
+        CHECK(r.output.find(expected) != std::string::npos);
+    }
+}
+
 const std::string tiny = "--image 32 --width-scale 0.125 --batch 2 --classes 4 --iters 2";
 
 // A braid plan for `net` in the `tiny` configuration, written to a file.
@@ -305,20 +318,12 @@ TEST_CASE("braid-profile --net: braid-train's network options, errors before the
     CAPTURE(demo_api.output);
     CHECK(demo_api.status == 2);
     CHECK(demo_api.output.find("--conv-api chooses how a bundled net's convolutions run") != std::string::npos);
-    const Run bad_api = profile("--net resnet50 --conv-api fast");
-    CAPTURE(bad_api.output);
-    CHECK(bad_api.status != 0);
-    CHECK(bad_api.status != 77);
-    CHECK(bad_api.output.find("--conv-api: fast not in {legacy,graph}") != std::string::npos);
     const Run demo_bn = profile("--batch-norm cudnn");
     CAPTURE(demo_bn.output);
     CHECK(demo_bn.status == 2);
     CHECK(demo_bn.output.find("--batch-norm chooses how a bundled net's batch norms run") != std::string::npos);
-    const Run bad_bn = profile("--net resnet50 --batch-norm auto");
-    CAPTURE(bad_bn.output);
-    CHECK(bad_bn.status != 0);
-    CHECK(bad_bn.status != 77);
-    CHECK(bad_bn.output.find("--batch-norm: auto not in {own,cudnn}") != std::string::npos);
+    check_refusals(BRAID_PROFILE_PATH, {{"--net resnet50 --conv-api fast", "--conv-api: fast not in {legacy,graph}"},
+                                        {"--net resnet50 --batch-norm auto", "--batch-norm: auto not in {own,cudnn}"}});
     // Inception-v3's default is 299x299 here too: 224 would fail to build before any GPU is looked for.
     const Run v3 = profile("--net inception_v3 --batch 1 --width-scale 0.125 --profile-out /nonexistent/p.json");
     CAPTURE(v3.output);
@@ -407,7 +412,7 @@ TEST_CASE("bench-gpu-train refuses bad options before it looks for a GPU") {
     CHECK(help.output.find("--update-bucket-mib") != std::string::npos);
     CHECK(help.output.find("--conv-api") != std::string::npos);
     CHECK(help.output.find("--batch-norm") != std::string::npos);
-    for (const auto& [args, expected] : std::map<std::string, std::string>{
+    check_refusals(BENCH_GPU_TRAIN_PATH, {
              {"--nets resnet50,vgg16", "--nets: vgg16 not in"},
              {"--batches 8,0", "--batches"},
              {"--batch x", "--batches"},
@@ -419,14 +424,7 @@ TEST_CASE("bench-gpu-train refuses bad options before it looks for a GPU") {
              {"--batch-norm fused", "--batch-norm: fused not in {own,cudnn}"},
              {"--width-scale -1", "--width-scale"},
              {"--frobnicate 1", "--frobnicate"},
-             {"--nets", "--nets"}}) {
-        CAPTURE(args);
-        const Run r = bench(args);
-        CAPTURE(r.output);
-        CHECK(r.status != 0);
-        CHECK(r.status != 77);
-        CHECK(r.output.find(expected) != std::string::npos);
-    }
+             {"--nets", "--nets"}});
 }
 #endif
 
@@ -435,20 +433,13 @@ TEST_CASE("bench-gpu-conv refuses bad options before it looks for a GPU, and ski
     const auto bench = [](const std::string& args) {
         return braid::testing::run_command(std::string(BENCH_GPU_CONV_PATH) + " " + args);
     };
-    for (const auto& [args, expected] : std::map<std::string, std::string>{
+    check_refusals(BENCH_GPU_CONV_PATH, {
              {"--nets resnet50,vgg16", "--nets: vgg16 not in"},
              {"--batch 0", "--batch"},
              {"--rounds 0", "--rounds"},
              {"--reps x", "--reps"},
              {"--workspace-mib -1", "--workspace-mib"},
-             {"--tf32 maybe", "--tf32"}}) {
-        CAPTURE(args);
-        const Run r = bench(args);
-        CAPTURE(r.output);
-        CHECK(r.status != 0);
-        CHECK(r.status != 77);
-        CHECK(r.output.find(expected) != std::string::npos);
-    }
+             {"--tf32 maybe", "--tf32"}});
     const Run ok = bench("--nets resnet18 --batch 2 --image 64 --rounds 1 --reps 1");
     CAPTURE(ok.output);
     if (ok.status == 77) CHECK(ok.output.find("no CUDA device") != std::string::npos);
@@ -500,6 +491,24 @@ TEST_CASE("braid-measure: a fresh data set from profiles, its rows checked befor
     CHECK(kernels.status == 1);
     CHECK(kernels.output.find("measurements row 0 ('serial'): kernel setting 'conv_api' is 'frontend'") !=
           std::string::npos);
+    // A row of a data set that asks for other kernels than its profile ran is refused, both named.
+    nlohmann::json rows = {{"format", "braid.measurements"},
+                           {"version", 1},
+                           {"device", {{"name", profile["device"]["name"]}}},
+                           {"rows",
+                            {{{"label", "serial"},
+                              {"profile", "r8.profile.json"},
+                              {"plan", "serial"},
+                              {"mode", "graph"},
+                              {"network", {{"net", "resnet50"}, {"batch", 8}, {"conv_api", "graph"}}},
+                              {"ms", {12.0}}}}}};
+    std::ofstream(dir / "rows.json") << rows.dump();
+    const Run other = measure((dir / "rows.json").string() + " -o " + (dir / "out/m.json").string());
+    CAPTURE(other.output);
+    CHECK(other.status == 1);
+    CHECK(other.output.find("measurements row 0 ('serial'): its kernel settings (conv_api graph, batch_norm own) are "
+                            "not the ones profile") != std::string::npos);
+    CHECK(other.output.find("ran with (conv_api legacy, batch_norm own)") != std::string::npos);
     // A plan made for another graph is refused, naming the row.
     std::filesystem::copy_file(data + "plans/googlenet-noaux-b32-braid-roofline-graph.plan.json", dir / "r8.plan.json",
                                std::filesystem::copy_options::overwrite_existing);

@@ -718,4 +718,49 @@ TEST_CASE("conv census: ResNet-50's 53 convolutions are 23 distinct problems; th
     // Program order of first appearance.
     CHECK(census.front().first == "conv1");
     CHECK(census[1].first == "layer1.0.conv1");
+    // No concat: every view is a whole tensor.
+    for (const ConvCensusEntry& e : census) {
+        CAPTURE(e.first);
+        CHECK_FALSE(e.sliced());
+        CHECK(e.x_stride == e.layer.in.image_elements());
+        CHECK(e.y_stride == e.layer.out.image_elements());
+        CHECK(e.dy_stride == e.layer.out.image_elements());
+        CHECK(e.dx_stride == (e.backward_data > 0 ? e.layer.in.image_elements() : 0));
+    }
+}
+
+TEST_CASE("conv census: a convolution that feeds a concat writes a channel slice, a problem of its own") {
+    NetworkBuilder b("sliced", Shape4{2, 3, 8, 8});
+    const TensorId a = b.conv("a", b.images(), ConvConfig{4, 1, 1, 0, 1, false});
+    const TensorId same = b.conv("same", b.images(), ConvConfig{4, 1, 1, 0, 1, false});
+    const TensorId r = b.relu("same_relu", same);
+    const TensorId mix = b.concat("mix", {a, r});
+    const TensorId gap = b.pool("gap", mix, PoolConfig{PoolMode::average, 0, 1, 0, false, true});
+    b.softmax_loss("loss", b.fully_connected("fc", gap, FullyConnectedConfig{3, true}));
+    const TrainingGraph tg = build_training_graph(b.finish(), SgdConfig{}, 1);
+    const std::vector<ConvCensusEntry> census = conv_census(tg);
+    // Equal geometry, but "a" writes its slice of mix (8 channels of 8x8 per
+    // image) where "same" writes a tensor of its own for its ReLU.
+    REQUIRE(census.size() == 2);
+    CHECK(census[0].first == "a");
+    CHECK(census[0].sliced());
+    CHECK(census[0].y_stride == 8u * 8 * 8);
+    CHECK(census[0].dy_stride == 8u * 8 * 8);
+    CHECK(census[0].x_stride == 3u * 8 * 8);
+    CHECK(census[0].dx_stride == 0);  // a convolution on the images: no backward data
+    CHECK(census[1].first == "same");
+    CHECK_FALSE(census[1].sliced());
+    CHECK(census[1].y_stride == 4u * 8 * 8);
+    // The bundled nets put a ReLU (or a batch norm) between a branch's
+    // convolution and its concat: none of their convolutions takes a slice.
+    for (const char* net : {"googlenet", "inception_v3"}) {
+        TrainConfig c;
+        c.model.net = net;
+        c.model.batch = 1;
+        c.model.image = default_image(net);
+        for (const ConvCensusEntry& e : conv_census(build_training_graph(c))) {
+            CAPTURE(e.first);
+            CHECK_FALSE(e.sliced());
+        }
+    }
 }
