@@ -92,16 +92,11 @@ int run(const Options& o) {
     for (const std::string& n : notes) fmt::print(stderr, "note: {}\n", n);
     std::vector<std::string> fit_groups, test_groups;
     if (!o.hold_out.empty()) {
-        bool found = false;
-        for (const braid::ProfiledNet& n : in.nets) {
-            if (n.group == o.hold_out) {
-                found = true;
-            } else if (std::find(fit_groups.begin(), fit_groups.end(), n.group) == fit_groups.end()) {
-                fit_groups.push_back(n.group);
-            }
+        try {
+            fit_groups = braid::samples::groups_without(in, o.hold_out);
+        } catch (const braid::Error& e) {
+            throw braid::Error(std::string("--hold-out: ") + e.what());
         }
-        if (!found) throw braid::Error("--hold-out: no net '" + o.hold_out + "' among the inputs");
-        if (fit_groups.empty()) throw braid::Error("--hold-out " + o.hold_out + " leaves nothing to fit on");
         test_groups = {o.hold_out};
     }
     if (o.format == "table")

@@ -95,6 +95,22 @@ braid::CalibrationInputs read_calibration_inputs(const std::vector<std::string>&
     return all;
 }
 
+std::vector<std::string> net_groups(const braid::CalibrationInputs& in) {
+    std::vector<std::string> groups;
+    for (const braid::ProfiledNet& n : in.nets)
+        if (std::find(groups.begin(), groups.end(), n.group) == groups.end()) groups.push_back(n.group);
+    return groups;
+}
+
+std::vector<std::string> groups_without(const braid::CalibrationInputs& in, const std::string& held_out) {
+    std::vector<std::string> groups = net_groups(in);
+    const auto it = std::find(groups.begin(), groups.end(), held_out);
+    if (it == groups.end()) throw braid::Error("no net '" + held_out + "' among the inputs");
+    groups.erase(it);
+    if (groups.empty()) throw braid::Error("holding " + held_out + " out leaves nothing to fit on");
+    return groups;
+}
+
 braid::Calibration fit_calibration(const braid::CalibrationInputs& in, const std::vector<std::string>& groups,
                                    const braid::SimFitOptions& options) {
     std::vector<braid::ProfiledNet> nets;

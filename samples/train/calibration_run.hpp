@@ -20,6 +20,14 @@ namespace braid::samples {
 braid::CalibrationInputs read_calibration_inputs(const std::vector<std::string>& files,
                                                  std::vector<std::string>* notes = nullptr);
 
+// The network groups of `in` (ProfiledNet::group: "googlenet"), in the
+// order they first appear.
+std::vector<std::string> net_groups(const braid::CalibrationInputs& in);
+// The groups a fit that holds `held_out` out fits on: every other group.
+// Throws braid::Error naming `held_out` when no net of `in` is of it, or
+// when it is the only group.
+std::vector<std::string> groups_without(const braid::CalibrationInputs& in, const std::string& held_out);
+
 // Fits estimates on the nets of `groups` (all when empty) and the simulator
 // on their rows, starting from defaults; the device is the first net's.
 braid::Calibration fit_calibration(const braid::CalibrationInputs& in, const std::vector<std::string>& groups = {},

@@ -49,11 +49,30 @@ if [ "$only_rows" != "bench-gpu-train profile-example " ]; then
   echo "$only"
   failed=1
 fi
+# Every named group (@NAME) names rows the check has, and runs just those.
+for group in $(sed -n '/^declare -A ROW_GROUPS=(/,/^)/p' "$src/tools/gpu-check" | sed -n 's/^  \[\([a-z]*\)\]=.*/\1/p'); do
+  want=$(sed -n "s/^  \[$group\]=\"\(.*\)\"$/\1/p" "$src/tools/gpu-check" | tr ',' '\n' | sort | tr '\n' ' ')
+  got=$(GPU_CHECK_LOGS="$logs" GPU_CHECK_PYTHON=/nonexistent/python GPU_CHECK_ONLY="@$group" "$src/tools/gpu-check" "$build" 2>&1)
+  got_rows=$(sed -n '/^== gpu-check summary/,/^total time/p' <<<"$got" | sed '1,2d;$d' | awk '{print $1}' | sort | tr '\n' ' ')
+  if [ -z "$want" ] || [ "$got_rows" != "$want" ]; then
+    echo "FAIL: GPU_CHECK_ONLY=@$group ran rows '$got_rows', not '$want':"
+    echo "$got"
+    failed=1
+  fi
+  groups+="@$group "
+done
+if [ -z "${groups:-}" ]; then echo "FAIL: no ROW_GROUPS found in tools/gpu-check"; failed=1; fi
+nogroup=$(GPU_CHECK_LOGS="$logs" GPU_CHECK_ONLY=@nosuch "$src/tools/gpu-check" "$build" 2>&1)
+if [ $? -ne 2 ] || ! grep -q "GPU_CHECK_ONLY names group '@nosuch', which is not one of" <<<"$nogroup"; then
+  echo "FAIL: an unknown group was not refused:"
+  echo "$nogroup"
+  failed=1
+fi
 bad=$(GPU_CHECK_LOGS="$logs" GPU_CHECK_ONLY=bench-gpu-trian "$src/tools/gpu-check" "$build" 2>&1)
 if [ $? -ne 2 ] || ! grep -q "GPU_CHECK_ONLY names 'bench-gpu-trian', which no row has" <<<"$bad"; then
   echo "FAIL: a mistyped GPU_CHECK_ONLY name was not refused:"
   echo "$bad"
   failed=1
 fi
-[ $failed -eq 0 ] && echo "gpu-check: all $rows rows start and skip without a GPU; GPU_CHECK_ONLY selects and refuses as it should"
+[ $failed -eq 0 ] && echo "gpu-check: all $rows rows start and skip without a GPU; GPU_CHECK_ONLY selects (groups ${groups:-}too) and refuses as it should"
 exit $failed

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "braid/detail/json_reader.hpp"
 #include "braid/planner/calibration_json.hpp"
 #include "braid/planner/calibration_table.hpp"
 #include "error_of.hpp"
@@ -49,6 +50,30 @@ TEST_CASE("the H200 data set: every row, every repeat, every profile the graph b
         CHECK(n.estimates->size() == n.graph->op_count());
         CHECK((n.group == "googlenet" || n.group == "resnet50"));
     }
+}
+
+TEST_CASE("held-out fits: each network in turn, fitted on every other") {
+    const CalibrationInputs& in = h200_inputs();
+    CHECK(samples::net_groups(in) == std::vector<std::string>{"googlenet", "resnet50"});
+    CHECK(samples::groups_without(in, "resnet50") == std::vector<std::string>{"googlenet"});
+    CHECK(samples::groups_without(in, "googlenet") == std::vector<std::string>{"resnet50"});
+    CHECK(error_of([&] { (void)samples::groups_without(in, "vgg16"); }) == "no net 'vgg16' among the inputs");
+    // The data set's GoogLeNet rows alone (their files named by absolute paths): nothing to fit on.
+    nlohmann::json m = braid::detail::load_json_file(data + "/measurements.json");
+    nlohmann::json rows = nlohmann::json::array();
+    for (nlohmann::json row : m["rows"]) {
+        if (row["network"]["net"] != "googlenet") continue;
+        row["profile"] = data + "/" + row["profile"].get<std::string>();
+        const std::string plan = row["plan"].get<std::string>();
+        if (plan != "serial" && plan != "nimble") row["plan"] = data + "/" + plan;
+        rows.push_back(row);
+    }
+    m["rows"] = rows;
+    const CalibrationInputs one = samples::read_calibration_inputs({write_temp("googlenet.json", m.dump())});
+    CHECK(samples::net_groups(one) == std::vector<std::string>{"googlenet"});
+    CHECK(error_of([&] { (void)samples::groups_without(one, "googlenet"); }) ==
+          "holding googlenet out leaves nothing to fit on");
+    std::filesystem::remove_all(std::filesystem::temp_directory_path() / "braid-accuracy-test");
 }
 
 TEST_CASE("the built-in H200 calibration is the data set's calibration file") {

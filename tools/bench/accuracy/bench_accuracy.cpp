@@ -1,25 +1,37 @@
-// How well the simulator predicts the real H200 (tests/data/h200): every
-// measured (net, plan, mode) row predicted from its profile and from
-// estimates,
-//   - with the built-in calibration (fitted on every row),
-//   - with calibrations fitted on one network and judged on the other
-//     (GoogLeNet -> ResNet-50 and back): the held-out test,
+// How well the simulator predicts a real GPU: every measured (net, plan,
+// mode) row of a data set predicted from its profile and from estimates,
+//   - with a calibration fitted on every row,
+//   - with calibrations fitted without one network and judged on it, for
+//     each network in turn (with GoogLeNet and ResNet-50: GoogLeNet ->
+//     ResNet-50 and back): the held-out test,
+//   - with the calibration braid ships for the device, when it has one,
 //   - with no calibration (the model before any was fitted),
 // and per kernel class how the estimate fits' isolated op times compare with
 // the profiles' (where a fit that holds for one network fails the other),
 // then `key: value` lines. sim_error_pct_max_profile and _estimate are the
-// worst |predicted / measured - 1| over the built-in rows and the held-out
-// rows together. It also refits the data set and says whether the fit
-// reproduces the built-in calibration exactly.
+// worst |predicted / measured - 1| over the fitted rows and the held-out
+// rows together.
+//
+//   bench-accuracy [FILE...]
+//
+// FILEs: braid.measurements files (and braid.profile files, which inform the
+// estimate fit), as braid-calibrate takes them; by default the H200 data set
+// braid ships (tests/data/h200), whose fit must reproduce the built-in
+// calibration exactly (fit_reproduces_builtin). A fresh data set from
+// braid-measure --profiles is judged the same way.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include <fmt/core.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "braid/error.hpp"
 #include "braid/planner/calibration_table.hpp"
 #include "train/calibration_run.hpp"
 
@@ -44,52 +56,79 @@ struct Worst {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
-    const std::string data = BRAID_SOURCE_DIR "/tests/data/h200/measurements.json";
-    const braid::CalibrationInputs in = braid::samples::read_calibration_inputs({data});
-    const braid::DeviceSpec& dev = in.nets.front().device;
-    const std::optional<braid::Calibration> builtin = braid::builtin_calibration(dev);
-    if (!builtin) {
-        std::fprintf(stderr, "bench-accuracy: no built-in calibration for %s\n", dev.name.c_str());
+    const std::string shipped_data = BRAID_SOURCE_DIR "/tests/data/h200/measurements.json";
+    const std::vector<std::string> files =
+        argc > 1 ? std::vector<std::string>(argv + 1, argv + argc) : std::vector<std::string>{shipped_data};
+    const bool shipped = argc == 1;
+    try {
+        std::vector<std::string> notes;
+        const braid::CalibrationInputs in = braid::samples::read_calibration_inputs(files, &notes);
+        for (const std::string& n : notes) fmt::print(stderr, "note: {}\n", n);
+        if (in.rows.empty()) throw braid::Error("no measured rows in the inputs");
+        const braid::DeviceSpec& dev = in.nets.front().device;
+        const std::optional<braid::Calibration> builtin = braid::builtin_calibration(dev);
+        if (shipped && !builtin) throw braid::Error("no built-in calibration for " + dev.name);
+        fmt::print("bench-accuracy: {} measured rows of {} profiled nets on the {} ({})\n\n", in.rows.size(),
+                   in.nets.size(), dev.name, fmt::join(files, ", "));
+
+        const braid::Calibration all = braid::samples::fit_calibration(in);
+        const auto fitted_rows = braid::samples::accuracy_rows(in, all);
+        fmt::print("fitted on every row{}:\n{}\n", shipped ? " (the built-in calibration)" : "",
+                   braid::samples::format_accuracy(fitted_rows));
+        fmt::print("fitted on every row, isolated op times per kernel class:\n{}\n",
+                   braid::samples::format_class_totals(in, all));
+
+        Worst fitted, held, none, shipped_fit;
+        fitted.add(fitted_rows);
+        const std::vector<std::string> groups = braid::samples::net_groups(in);
+        for (const std::string& test : groups) {
+            if (groups.size() < 2) break;
+            const std::vector<std::string> train = braid::samples::groups_without(in, test);
+            const braid::Calibration c = braid::samples::fit_calibration(in, train);
+            const auto rows = braid::samples::accuracy_rows(in, c, {test});
+            held.add(rows);
+            const std::string on = fmt::format("{}", fmt::join(train, ", "));
+            fmt::print("fitted on {} only, predicting {}:\n{}\n", on, test, braid::samples::format_accuracy(rows));
+            fmt::print("fitted on {} only, isolated op times per kernel class, every net:\n{}\n", on,
+                       braid::samples::format_class_totals(in, c));
+        }
+        if (builtin && !shipped) {
+            const auto rows = braid::samples::accuracy_rows(in, *builtin);
+            shipped_fit.add(rows);
+            fmt::print("the calibration braid ships for the {} ({}):\n{}\n", dev.name, builtin->source,
+                       braid::samples::format_accuracy(rows));
+        }
+        const auto raw = braid::samples::accuracy_rows(in, braid::Calibration{});
+        none.add(raw);
+        fmt::print("no calibration (roofline estimates, default constants):\n{}\n",
+                   braid::samples::format_accuracy(raw));
+
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        fmt::print("accuracy_rows: {}\n", in.rows.size());
+        fmt::print("accuracy_nets: {}\n", groups.size());
+        fmt::print("sim_error_pct_max_profile: {:.1f}\n", std::max(fitted.profile, held.profile));
+        fmt::print("sim_error_pct_max_estimate: {:.1f}\n", std::max(fitted.estimate, held.estimate));
+        fmt::print("sim_error_pct_max_profile_fitted: {:.1f}\n", fitted.profile);
+        fmt::print("sim_error_pct_max_estimate_fitted: {:.1f}\n", fitted.estimate);
+        if (held.rows > 0) {
+            fmt::print("sim_error_pct_max_profile_held_out: {:.1f}\n", held.profile);
+            fmt::print("sim_error_pct_max_estimate_held_out: {:.1f}\n", held.estimate);
+        }
+        fmt::print("sim_error_pct_mean_profile_fitted: {:.1f}\n", fitted.profile_mean);
+        fmt::print("sim_error_pct_mean_estimate_fitted: {:.1f}\n", fitted.estimate_mean);
+        if (shipped_fit.rows > 0) {
+            fmt::print("sim_error_pct_max_profile_shipped_calibration: {:.1f}\n", shipped_fit.profile);
+            fmt::print("sim_error_pct_max_estimate_shipped_calibration: {:.1f}\n", shipped_fit.estimate);
+        }
+        fmt::print("sim_error_pct_max_profile_uncalibrated: {:.1f}\n", none.profile);
+        fmt::print("sim_error_pct_max_estimate_uncalibrated: {:.1f}\n", none.estimate);
+        if (shipped) fmt::print("fit_reproduces_builtin: {}\n", all == *builtin ? 1 : 0);
+        fmt::print("bench_seconds: {:.0f}\n", seconds);
+        return 0;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "bench-accuracy: {}\n", e.what());
         return 1;
     }
-    fmt::print("bench-accuracy: {} measured rows of {} profiled nets on the {} ({})\n\n", in.rows.size(), in.nets.size(),
-               dev.name, data);
-
-    const auto shipped = braid::samples::accuracy_rows(in, *builtin);
-    fmt::print("built-in calibration ({}):\n{}\n", builtin->source, braid::samples::format_accuracy(shipped));
-    fmt::print("built-in calibration, isolated op times per kernel class:\n{}\n",
-               braid::samples::format_class_totals(in, *builtin));
-
-    Worst fitted, held, none;
-    fitted.add(shipped);
-    for (const auto& [train, test] : {std::pair{"googlenet", "resnet50"}, std::pair{"resnet50", "googlenet"}}) {
-        const braid::Calibration c = braid::samples::fit_calibration(in, {train});
-        const auto rows = braid::samples::accuracy_rows(in, c, {test});
-        held.add(rows);
-        fmt::print("fitted on {} only, predicting {}:\n{}\n", train, test, braid::samples::format_accuracy(rows));
-        fmt::print("fitted on {} only, isolated op times per kernel class, every net:\n{}\n", train,
-                   braid::samples::format_class_totals(in, c));
-    }
-    const auto raw = braid::samples::accuracy_rows(in, braid::Calibration{});
-    none.add(raw);
-    fmt::print("no calibration (roofline estimates, default constants):\n{}\n", braid::samples::format_accuracy(raw));
-
-    const bool reproduces = braid::samples::fit_calibration(in) == *builtin;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    fmt::print("accuracy_rows: {}\n", in.rows.size());
-    fmt::print("sim_error_pct_max_profile: {:.1f}\n", std::max(fitted.profile, held.profile));
-    fmt::print("sim_error_pct_max_estimate: {:.1f}\n", std::max(fitted.estimate, held.estimate));
-    fmt::print("sim_error_pct_max_profile_builtin: {:.1f}\n", fitted.profile);
-    fmt::print("sim_error_pct_max_estimate_builtin: {:.1f}\n", fitted.estimate);
-    fmt::print("sim_error_pct_max_profile_held_out: {:.1f}\n", held.profile);
-    fmt::print("sim_error_pct_max_estimate_held_out: {:.1f}\n", held.estimate);
-    fmt::print("sim_error_pct_mean_profile_builtin: {:.1f}\n", fitted.profile_mean);
-    fmt::print("sim_error_pct_mean_estimate_builtin: {:.1f}\n", fitted.estimate_mean);
-    fmt::print("sim_error_pct_max_profile_uncalibrated: {:.1f}\n", none.profile);
-    fmt::print("sim_error_pct_max_estimate_uncalibrated: {:.1f}\n", none.estimate);
-    fmt::print("fit_reproduces_builtin: {}\n", reproduces ? 1 : 0);
-    fmt::print("bench_seconds: {:.0f}\n", seconds);
-    return 0;
 }
