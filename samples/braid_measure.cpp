@@ -131,7 +131,7 @@ Work work_of(const Options& o) {
                 throw braid::Error("its network settings name no bundled network");
             const braid::samples::KernelSettings ran = braid::samples::kernel_settings_from(p.run.settings),
                                                  asked = braid::samples::kernel_settings_from(row.network);
-            if (!(ran == asked))
+            if (ran != asked)
                 throw braid::Error("its kernel settings (" + to_string(asked) + ") are not the ones profile '" +
                                    file + "' ran with (" + to_string(ran) + ")");
             if (!profiles.empty() && profiles.begin()->second != p.device.name)

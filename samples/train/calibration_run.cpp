@@ -107,7 +107,7 @@ std::vector<std::string> groups_without(const braid::CalibrationInputs& in, cons
     const auto it = std::find(groups.begin(), groups.end(), held_out);
     if (it == groups.end()) throw braid::Error("no net '" + held_out + "' among the inputs");
     groups.erase(it);
-    if (groups.empty()) throw braid::Error("holding " + held_out + " out leaves nothing to fit on");
+    if (groups.empty()) throw braid::Error("holding '" + held_out + "' out leaves nothing to fit on");
     return groups;
 }
 

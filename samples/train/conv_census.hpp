@@ -3,7 +3,8 @@
 // and how many times the step runs it. Two layers are one problem when
 // their input shapes (batch included), geometry (output channels, kernel,
 // stride, padding, groups, bias) and views (the image strides below) are
-// equal.
+// equal; a layer without a backward_data op (dx_stride 0) is never one
+// problem with a layer that has one.
 #pragma once
 
 #include <cstdint>

@@ -135,7 +135,8 @@ TrainingGraph build_training_graph(Network network, const SgdConfig& optimizer, 
 // image_stride, cStride = H*W, hStride = W, wStride = 1.
 TensorView<float> tensor_view(const TrainingGraph& tg, BufferId buffer, std::byte* root_base);
 // The image stride of that view, in floats: C*H*W of the buffer's own shape
-// for a whole tensor, more for a channel slice.
+// for a whole tensor, more for a channel slice (at batch 1, where a slice is
+// one chunk, its own C*H*W too).
 std::uint64_t image_stride(const TrainingGraph& tg, BufferId buffer);
 
 // Kernel estimates of every op (indexed by OpId), for

@@ -21,6 +21,8 @@ fi
 
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
+# The row names of a gpu-check summary table, sorted, on one line.
+summary_rows() { sed -n '/^== gpu-check summary/,/^total time/p' | sed '1,2d;$d' | awk '{print $1}' | sort | tr '\n' ' '; }
 out=$(GPU_CHECK_LOGS="$logs" GPU_CHECK_PYTHON=/nonexistent/python "$src/tools/gpu-check" "$build" 2>&1)
 table=$(sed -n '/^== gpu-check summary/,/^total time/p' <<<"$out" | sed '1,2d;$d')
 rows=$(grep -c . <<<"$table")
@@ -43,25 +45,59 @@ fi
 # GPU_CHECK_ONLY: just the rows named; a name no row has is refused.
 only=$(GPU_CHECK_LOGS="$logs" GPU_CHECK_PYTHON=/nonexistent/python GPU_CHECK_ONLY=bench-gpu-train,profile-example \
        "$src/tools/gpu-check" "$build" 2>&1)
-only_rows=$(sed -n '/^== gpu-check summary/,/^total time/p' <<<"$only" | sed '1,2d;$d' | awk '{print $1}' | sort | tr '\n' ' ')
+only_rows=$(summary_rows <<<"$only")
 if [ "$only_rows" != "bench-gpu-train profile-example " ]; then
   echo "FAIL: GPU_CHECK_ONLY=bench-gpu-train,profile-example ran rows '$only_rows':"
   echo "$only"
   failed=1
 fi
-# Every named group (@NAME) names rows the check has, and runs just those.
-for group in $(sed -n '/^declare -A ROW_GROUPS=(/,/^)/p' "$src/tools/gpu-check" | sed -n 's/^  \[\([a-z]*\)\]=.*/\1/p'); do
-  want=$(sed -n "s/^  \[$group\]=\"\(.*\)\"$/\1/p" "$src/tools/gpu-check" | tr ',' '\n' | sort | tr '\n' ' ')
+# Every named group (@NAME) names rows the check has, runs just those, and
+# fits the default budget (540 s) by its rows' limits: within= where a row
+# has one, else its timeout; measure-fresh-dataset 300 s; torch-reference
+# runs in what is left.
+programs=$(sed -n '/^PROGRAMS=(/,/^)/p' "$src/tools/gpu-check")
+row_limit() {  # the limit of row $1
+  case $1 in measure-fresh-dataset) echo 300; return ;; torch-reference) echo 0; return ;; esac
+  awk -v row="$1" '/^  "/ {
+      gsub(/"/, ""); name = $2; sub(/.*\//, "", name); limit = $3; within = ""
+      for (i = 4; i <= NF; i++) { if ($i ~ /^name=/) name = substr($i, 6); else if ($i ~ /^within=/) within = substr($i, 8) }
+      if (name == row) { print (within != "" ? within : limit); exit }
+    }' <<<"$programs"
+}
+group_block=$(sed -n '/^declare -A ROW_GROUPS=(/,/^)/p' "$src/tools/gpu-check")
+groups=""
+for group in $(sed -n 's/^  \[\([^]]*\)\]=.*/\1/p' <<<"$group_block"); do
+  members=$(sed -n "s/^  \[$group\]=\"\(.*\)\"$/\1/p" <<<"$group_block" | tr ',' ' ')
+  want=$(tr ' ' '\n' <<<"$members" | sort | tr '\n' ' ')
   got=$(GPU_CHECK_LOGS="$logs" GPU_CHECK_PYTHON=/nonexistent/python GPU_CHECK_ONLY="@$group" "$src/tools/gpu-check" "$build" 2>&1)
-  got_rows=$(sed -n '/^== gpu-check summary/,/^total time/p' <<<"$got" | sed '1,2d;$d' | awk '{print $1}' | sort | tr '\n' ' ')
-  if [ -z "$want" ] || [ "$got_rows" != "$want" ]; then
+  got_rows=$(summary_rows <<<"$got")
+  if [ -z "$members" ] || [ "$got_rows" != "$want" ]; then
     echo "FAIL: GPU_CHECK_ONLY=@$group ran rows '$got_rows', not '$want':"
     echo "$got"
     failed=1
   fi
-  groups+="@$group "
+  total=0
+  for m in $members; do
+    l=$(row_limit "$m")
+    if [ -z "$l" ]; then echo "FAIL: group @$group: no limit found for row $m"; failed=1; l=0; fi
+    total=$(( total + l ))
+  done
+  if [ "$total" -gt 540 ]; then
+    echo "FAIL: group @$group's rows may take ${total}s, more than the default budget (540 s)"
+    failed=1
+  fi
+  groups+="@$group (${total}s) "
 done
-if [ -z "${groups:-}" ]; then echo "FAIL: no ROW_GROUPS found in tools/gpu-check"; failed=1; fi
+if [ -z "$groups" ]; then echo "FAIL: no ROW_GROUPS found in tools/gpu-check"; failed=1; fi
+# The fresh data set's profiles are each written by a braid-profile row of @dataset.
+dataset=$(sed -n 's/^  \[dataset\]="\(.*\)"$/\1/p' <<<"$group_block")
+for p in $(sed -n 's/^FRESH_PROFILES=(\(.*\))$/\1/p' "$src/tools/gpu-check"); do
+  writer=$(grep -F "@LOGS@/$p.profile.json" <<<"$programs" | grep -o 'name=[^ ]*' | head -1)
+  if [ -z "$writer" ] || [[ ",$dataset," != *",${writer#name=},"* ]]; then
+    echo "FAIL: FRESH_PROFILES names $p, which no row of @dataset writes (writer: ${writer:-none})"
+    failed=1
+  fi
+done
 nogroup=$(GPU_CHECK_LOGS="$logs" GPU_CHECK_ONLY=@nosuch "$src/tools/gpu-check" "$build" 2>&1)
 if [ $? -ne 2 ] || ! grep -q "GPU_CHECK_ONLY names group '@nosuch', which is not one of" <<<"$nogroup"; then
   echo "FAIL: an unknown group was not refused:"

@@ -72,7 +72,7 @@ TEST_CASE("held-out fits: each network in turn, fitted on every other") {
     const CalibrationInputs one = samples::read_calibration_inputs({write_temp("googlenet.json", m.dump())});
     CHECK(samples::net_groups(one) == std::vector<std::string>{"googlenet"});
     CHECK(error_of([&] { (void)samples::groups_without(one, "googlenet"); }) ==
-          "holding googlenet out leaves nothing to fit on");
+          "holding 'googlenet' out leaves nothing to fit on");
     std::filesystem::remove_all(std::filesystem::temp_directory_path() / "braid-accuracy-test");
 }
 

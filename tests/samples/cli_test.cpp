@@ -39,7 +39,7 @@ void check_fails(const std::string& args, const std::string& expected) {
 
 // Runs `program` with each case's arguments and checks that it fails, not
 // skips (exit 77: no GPU), with a message containing the case's text.
-void check_refusals(const std::string& program, const std::map<std::string, std::string>& cases) {
+[[maybe_unused]] void check_refusals(const std::string& program, const std::map<std::string, std::string>& cases) {
     for (const auto& [args, expected] : cases) {
         CAPTURE(args);
         const Run r = braid::testing::run_command(program + " " + args);

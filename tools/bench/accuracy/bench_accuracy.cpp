@@ -62,11 +62,17 @@ int main(int argc, char** argv) {
     const std::vector<std::string> files =
         argc > 1 ? std::vector<std::string>(argv + 1, argv + argc) : std::vector<std::string>{shipped_data};
     const bool shipped = argc == 1;
+    for (const std::string& f : files)
+        if (f.starts_with("-")) {
+            fmt::print(stderr, "usage: bench-accuracy [FILE...]: measurements (and profile) files; by default {}\n",
+                       shipped_data);
+            return f == "--help" || f == "-h" ? 0 : 2;
+        }
     try {
         std::vector<std::string> notes;
         const braid::CalibrationInputs in = braid::samples::read_calibration_inputs(files, &notes);
         for (const std::string& n : notes) fmt::print(stderr, "note: {}\n", n);
-        if (in.rows.empty()) throw braid::Error("no measured rows in the inputs");
+        if (in.rows.empty()) throw braid::Error(fmt::format("no measured rows in {}", fmt::join(files, ", ")));
         const braid::DeviceSpec& dev = in.nets.front().device;
         const std::optional<braid::Calibration> builtin = braid::builtin_calibration(dev);
         if (shipped && !builtin) throw braid::Error("no built-in calibration for " + dev.name);
@@ -82,9 +88,12 @@ int main(int argc, char** argv) {
 
         Worst fitted, held, none, shipped_fit;
         fitted.add(fitted_rows);
+        // Each network with measured rows held out in turn (a profile alone has nothing to predict).
         const std::vector<std::string> groups = braid::samples::net_groups(in);
         for (const std::string& test : groups) {
-            if (groups.size() < 2) break;
+            const bool measured = std::any_of(in.rows.begin(), in.rows.end(),
+                                              [&](const braid::CalibrationRow& r) { return in.nets[r.net].group == test; });
+            if (groups.size() < 2 || !measured) continue;
             const std::vector<std::string> train = braid::samples::groups_without(in, test);
             const braid::Calibration c = braid::samples::fit_calibration(in, train);
             const auto rows = braid::samples::accuracy_rows(in, c, {test});
