@@ -22,8 +22,9 @@
 // whose larger image stride may narrow what cuDNN offers. (The bundled nets
 // have a ReLU or batch norm there, so their convolutions take whole
 // tensors.) The NHWC way runs sliced problems on whole tensors, since
-// CudaConv's NHWC views cannot be slices; the table marks them. Then each pass's --reps runs are captured as one CUDA graph, and
-// --rounds rounds replay them: in each, every problem's three ways in
+// CudaConv's NHWC views cannot be slices; the table marks them. Then each
+// pass's --reps runs are captured as one CUDA graph, and --rounds rounds
+// replay them: in each, every problem's three ways in
 // rotating order, each graph between two events. A pass's time is the
 // median over rounds of its mean per run; a net's is the sum over the
 // problems every way ran, weighted by how many layers run each. Prints
@@ -303,8 +304,7 @@ bool bench_net(const Options& o, const std::string& net) {
                 if (complete) total[k][q] += runs * ms;
             }
             fmt::print("{:<36} {:>6} {:>16} {:>16} {:>4}{}\n", e.sliced() ? e.first + " [slice]" : e.first, runs,
-                       to_string(e.layer.in),
-                       to_string(e.layer.out), pass_keys[q].substr(0, 4), cells);
+                       to_string(e.layer.in), to_string(e.layer.out), pass_keys[q].substr(0, 4), cells);
         }
     }
     fmt::print("{}_failed_problems: {}\n", prefix, failures.size());
