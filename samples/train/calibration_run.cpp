@@ -205,29 +205,54 @@ std::string format_class_totals(const braid::CalibrationInputs& in, const braid:
     std::string s = fmt::format("  {:<22}", "class (estimated/profiled)");
     for (const braid::ProfiledNet& n : nets) s += fmt::format(" {:>22}", n.name);
     s += "\n";
-    for (braid::KernelClass k : braid::all_kernel_classes) {
-        std::string line = fmt::format("  {:<22}", braid::to_string(k));
-        bool any = false;
-        for (const braid::ProfiledNet& n : nets) {
-            auto t = std::find_if(totals.begin(), totals.end(),
-                                  [&](const braid::ClassTotals& x) { return x.net == n.name && x.kind == k; });
-            if (t == totals.end()) {
-                line += fmt::format(" {:>22}", "-");
-                continue;
+    // One line per class, a cell per net ("-" where the net has none); kept
+    // where `keep` holds for one of its cells.
+    const auto class_lines = [&](const std::string& indent, const auto& cell, const auto& keep) {
+        std::string lines;
+        for (braid::KernelClass k : braid::all_kernel_classes) {
+            std::string line = fmt::format("{}{:<{}}", indent, braid::to_string(k), 24 - indent.size());
+            bool kept = false;
+            for (const braid::ProfiledNet& n : nets) {
+                auto t = std::find_if(totals.begin(), totals.end(),
+                                      [&](const braid::ClassTotals& x) { return x.net == n.name && x.kind == k; });
+                if (t == totals.end()) {
+                    line += fmt::format(" {:>22}", "-");
+                    continue;
+                }
+                kept = kept || keep(*t);
+                line += " " + cell(*t);
             }
-            any = true;
-            line += fmt::format(" {:>+9.1f}% of {:>7.3f} ms", t->error_pct(), t->profiled_ns / 1e6);
+            if (kept) lines += line + "\n";
         }
-        if (any) s += line + "\n";
-    }
+        return lines;
+    };
+    const auto kernels = [](std::size_t estimated, std::size_t profiled) {
+        return fmt::format("{:>22}", fmt::format("{} of {}", estimated, profiled));
+    };
+    const auto times = [](const braid::ClassTotals& t) {
+        return fmt::format("{:>+9.1f}% of {:>7.3f} ms", t.error_pct(), t.profiled_ns / 1e6);
+    };
+    s += class_lines("  ", times, [](const braid::ClassTotals&) { return true; });
     std::string line = fmt::format("  {:<22}", "all ops");
+    std::string launches = fmt::format("  {:<22}", "launches (est./prof.)");
     for (const braid::ProfiledNet& n : nets) {
         double p = 0.0, e = 0.0;
+        std::size_t pk = 0, ek = 0;
         for (const braid::ClassTotals& t : totals)
-            if (t.net == n.name) p += t.profiled_ns, e += t.estimated_ns;
+            if (t.net == n.name) {
+                p += t.profiled_ns, e += t.estimated_ns;
+                pk += t.profiled_kernels, ek += t.estimated_kernels;
+            }
         line += fmt::format(" {:>+9.1f}% of {:>7.3f} ms", p > 0.0 ? 100.0 * (e / p - 1.0) : 0.0, p / 1e6);
+        launches += " " + kernels(ek, pk);
     }
-    return s + line + "\n";
+    s += line + "\n" + launches + "\n";
+    // Where the two disagree on how many kernels a step launches, by class:
+    // each launch costs host time in eager mode, which estimates cannot
+    // charge for kernels they do not know of.
+    const auto launch_counts = [&](const braid::ClassTotals& t) { return kernels(t.estimated_kernels, t.profiled_kernels); };
+    return s + class_lines("    ", launch_counts,
+                           [](const braid::ClassTotals& t) { return t.estimated_kernels != t.profiled_kernels; });
 }
 
 }  // namespace braid::samples

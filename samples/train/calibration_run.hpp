@@ -56,7 +56,9 @@ std::string format_accuracy(const std::vector<AccuracyRow>& rows);
 
 // The estimate fit of `c` per kernel class, on the nets of `groups` (all
 // when empty): braid::class_totals as a table for people, a line per class
-// and a column per net (estimated over profiled, and the profiled ms).
+// and a column per net (estimated over profiled, and the profiled ms); then
+// the kernel launches of a step, estimated of profiled, in all and for each
+// class where the two differ.
 std::string format_class_totals(const braid::CalibrationInputs& in, const braid::Calibration& c,
                                 const std::vector<std::string>& groups = {});
 

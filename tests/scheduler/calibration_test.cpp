@@ -232,6 +232,19 @@ TEST_CASE("fit_estimates recovers the per-class fits that made the profiled time
     double profiled_sum = 0.0;
     for (const OpCost& c : profiled) profiled_sum += c.duration_ns();
     CHECK(all_profiled == doctest::Approx(profiled_sum));
+    // Kernels launched, per class: the estimates' and the profile's agree
+    // here (1 conv kernel on 45 ops, an elementwise one on 30 of the 60)...
+    CHECK(totals[0].estimated_kernels == 45 + 15);
+    CHECK(totals[0].profiled_kernels == totals[0].estimated_kernels);
+    CHECK(totals[1].estimated_kernels == 15);
+    CHECK(totals[1].profiled_kernels == 15);
+    // ... until the profile shows a helper kernel the estimate does not know.
+    nets[0].profiled[0].kernels.push_back(nets[0].profiled[0].kernels.front());
+    const std::vector<ClassTotals> helper = class_totals(nets, truth);
+    CHECK(helper[0].profiled_kernels == totals[0].profiled_kernels + 1);
+    CHECK(helper[0].estimated_kernels == totals[0].estimated_kernels);
+    CHECK(helper[1].profiled_kernels == 15);
+    nets[0].profiled[0].kernels.pop_back();
     // A fit that doubles elementwise work shows there, and only there.
     EstimateCalibration off = truth;
     off[KernelClass::elementwise].scale *= 2.0;

@@ -373,6 +373,11 @@ struct ClassTotals {
     std::size_t ops = 0;
     double profiled_ns = 0.0;
     double estimated_ns = 0.0;
+    // Kernel launches of those ops: the profile's, and the estimates'. They
+    // differ where a library launches helpers (cuDNN's layout transforms, a
+    // split reduction) or the profile is of other kernels than today's.
+    std::size_t profiled_kernels = 0;
+    std::size_t estimated_kernels = 0;
     double error_pct() const { return profiled_ns > 0.0 ? 100.0 * (estimated_ns / profiled_ns - 1.0) : 0.0; }
 };
 
@@ -392,6 +397,8 @@ inline std::vector<ClassTotals> class_totals(std::span<const ProfiledNet> nets, 
             ++t.ops;
             t.profiled_ns += net.profiled[i].duration_ns();
             t.estimated_ns += estimated[i].duration_ns();
+            t.profiled_kernels += net.profiled[i].kernels.size();
+            t.estimated_kernels += ks.size();
         }
         for (KernelClass k : all_kernel_classes) {
             ClassTotals& t = per[index_of(k)];
