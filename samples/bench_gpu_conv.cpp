@@ -133,17 +133,9 @@ double median(std::vector<double> v) {
 class Buffers {
 public:
     explicit Buffers(const std::vector<ConvCensusEntry>& census) {
-        std::uint64_t x = 1, dx = 1, w = 1, y = 1, dy = 1;
-        for (const ConvCensusEntry& e : census) {
-            const std::uint64_t n = e.layer.in.n;
-            x = std::max({x, e.layer.in.elements(), n * e.x_stride});
-            dx = std::max({dx, e.layer.in.elements(), n * e.dx_stride});
-            w = std::max(w, e.layer.weight_elements());
-            y = std::max({y, e.layer.out.elements(), n * e.y_stride});
-            dy = std::max({dy, e.layer.out.elements(), n * e.dy_stride});
-        }
-        for (auto [buffer, floats] : {std::pair{&x_, x}, std::pair{&dx_, dx}, std::pair{&w_, w}, std::pair{&dw_, w},
-                                      std::pair{&y_, y}, std::pair{&dy_, dy}}) {
+        const ConvCensusBuffers f = conv_census_buffers(census);
+        for (auto [buffer, floats] : {std::pair{&x_, f.x}, std::pair{&dx_, f.dx}, std::pair{&w_, f.w},
+                                      std::pair{&dw_, f.w}, std::pair{&y_, f.y}, std::pair{&dy_, f.dy}}) {
             *buffer = braid::cuda::DeviceBuffer(floats * sizeof(float));
             std::vector<float> values(floats);
             for (std::uint64_t i = 0; i < floats; ++i) values[i] = static_cast<float>(i % 251) / 251.0f - 0.5f;

@@ -1,5 +1,6 @@
 #include "train/conv_census.hpp"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <variant>
@@ -38,6 +39,20 @@ std::vector<ConvCensusEntry> conv_census(const TrainingGraph& tg) {
         if (tg.layer_ops.at(l).backward_data) ++e.backward_data;
     }
     return entries;
+}
+
+ConvCensusBuffers conv_census_buffers(const std::vector<ConvCensusEntry>& census) {
+    ConvCensusBuffers b;
+    // A view of n images `stride` apart ends at (n-1)*stride + C*H*W, within n*stride.
+    const auto view = [](const Shape4& s, std::uint64_t stride) { return std::max(s.elements(), s.n * stride); };
+    for (const ConvCensusEntry& e : census) {
+        b.x = std::max(b.x, view(e.layer.in, e.x_stride));
+        b.dx = std::max(b.dx, view(e.layer.in, e.dx_stride));
+        b.w = std::max(b.w, e.layer.weight_elements());
+        b.y = std::max(b.y, view(e.layer.out, e.y_stride));
+        b.dy = std::max(b.dy, view(e.layer.out, e.dy_stride));
+    }
+    return b;
 }
 
 }  // namespace braid::samples

@@ -34,4 +34,13 @@ struct ConvCensusEntry {
 // In the program order of each problem's first layer.
 std::vector<ConvCensusEntry> conv_census(const TrainingGraph& tg);
 
+// Floats a benchmark's buffers need to run every problem of a census, on
+// the step's views (n images a stride apart, from the buffer's start) and
+// on whole tensors: x and dx hold inputs, w and dw filters, y and dy
+// outputs. At least 1 each.
+struct ConvCensusBuffers {
+    std::uint64_t x = 1, dx = 1, w = 1, y = 1, dy = 1;
+};
+ConvCensusBuffers conv_census_buffers(const std::vector<ConvCensusEntry>& census);
+
 }  // namespace braid::samples

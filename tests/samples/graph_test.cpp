@@ -751,6 +751,16 @@ TEST_CASE("conv census: a convolution that feeds a concat writes a channel slice
     CHECK(census[1].first == "same");
     CHECK_FALSE(census[1].sliced());
     CHECK(census[1].y_stride == 4u * 8 * 8);
+    // bench-gpu-conv's buffers hold both problems on their views: "a"'s
+    // output slice takes 2 images of 8x8x8 floats though the tensor holds 4
+    // channels; the inputs are the images (2 of 3x8x8), the filters 4x3.
+    const ConvCensusBuffers floats = conv_census_buffers(census);
+    CHECK(floats.y == 2u * 8 * 8 * 8);
+    CHECK(floats.dy == 2u * 8 * 8 * 8);
+    CHECK(floats.x == 2u * 3 * 8 * 8);
+    CHECK(floats.dx == 2u * 3 * 8 * 8);  // no backward data: the whole tensor still
+    CHECK(floats.w == 4u * 3);
+    CHECK(conv_census_buffers({}).y == 1);
     // The bundled nets put a ReLU (or a batch norm) between a branch's
     // convolution and its concat: none of their convolutions takes a slice.
     for (const char* net : {"googlenet", "inception_v3"}) {
