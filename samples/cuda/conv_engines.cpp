@@ -114,10 +114,8 @@ void EngineSearch::offer(std::vector<EngineCandidate> offered, const Build& buil
 
 // ---------------------------------------------------------------- graph API
 
-namespace {
-
-using braid::cuda::check;
-
+// An owned backend descriptor. Outside the anonymous namespace: the
+// GraphConvPlan that algorithms.hpp declares holds one.
 struct BackendTraits {
     using handle_type = cudnnBackendDescriptor_t;
     static void destroy(handle_type d) noexcept {
@@ -125,6 +123,10 @@ struct BackendTraits {
     }
 };
 using Backend = braid::cuda::UniqueHandle<BackendTraits>;
+
+namespace {
+
+using braid::cuda::check;
 
 Backend make(cudnnBackendDescriptorType_t type) {
     cudnnBackendDescriptor_t d = nullptr;

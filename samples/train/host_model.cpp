@@ -18,14 +18,14 @@ namespace {
 
 constexpr std::size_t alignment_bytes = 64;
 
-std::string format_value(double v) {
+}  // namespace
+
+std::string format_compared_value(double v) {
     std::ostringstream s;
     s.precision(9);
     s << v;
     return s.str();
 }
-
-}  // namespace
 
 void HostModel::FreeBytes::operator()(std::byte* p) const noexcept { std::free(p); }
 
@@ -224,8 +224,8 @@ HostBody HostModel::make_body(OpId id) {
 
 std::string WeightComparison::describe() const {
     if (identical) return "bitwise identical (" + std::to_string(tensors_compared) + " tensors)";
-    return "first difference: tensor '" + tensor + "' index " + std::to_string(index) + ": " + format_value(first) +
-           " vs " + format_value(second);
+    return "first difference: tensor '" + tensor + "' index " + std::to_string(index) + ": " +
+           format_compared_value(first) + " vs " + format_compared_value(second);
 }
 
 WeightComparison compare_weights(const HostModel& a, const HostModel& b) {

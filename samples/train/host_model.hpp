@@ -85,4 +85,8 @@ struct WeightComparison {
 // Throws braid::Error when the models belong to different graphs.
 WeightComparison compare_weights(const HostModel& a, const HostModel& b);
 
+// A compared value as the comparisons print it: 9 significant digits, enough
+// to tell any two floats apart.
+std::string format_compared_value(double v);
+
 }  // namespace braid::samples

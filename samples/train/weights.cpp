@@ -16,13 +16,6 @@ void same_graph(const WeightSnapshot& a, const WeightSnapshot& b) {
                            b.graph->graph.fingerprint() + ")");
 }
 
-std::string format_value(double v) {
-    std::ostringstream s;
-    s.precision(9);
-    s << v;
-    return s.str();
-}
-
 }  // namespace
 
 bool is_weight(const BufferInfo& info) noexcept {
@@ -83,13 +76,13 @@ std::string ToleranceComparison::describe() const {
     std::ostringstream s;
     if (within) {
         s << "within tolerance (" << tensors_compared << " tensors, largest difference "
-          << format_value(max_abs_difference);
+          << format_compared_value(max_abs_difference);
         if (!max_tensor.empty()) s << " in '" << max_tensor << "'";
         s << ")";
     } else {
-        s << "outside tolerance: tensor '" << tensor << "' index " << index << ": " << format_value(first) << " vs "
-          << format_value(second) << " (|a - b| = " << format_value(std::abs(first - second)) << " > "
-          << format_value(bound) << ")";
+        s << "outside tolerance: tensor '" << tensor << "' index " << index << ": " << format_compared_value(first)
+          << " vs " << format_compared_value(second) << " (|a - b| = " << format_compared_value(std::abs(first - second))
+          << " > " << format_compared_value(bound) << ")";
     }
     return s.str();
 }

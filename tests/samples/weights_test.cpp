@@ -22,7 +22,7 @@ using namespace samples_test;
 
 namespace {
 
-TrainConfig tiny(const std::string& net) {
+TrainConfig tiny_config(const std::string& net) {
     TrainConfig c;
     c.model.net = net;
     c.model.batch = 4;
@@ -57,7 +57,7 @@ TEST_CASE("initial values: each rule, and HostModel uses them") {
     CHECK(v == std::vector<float>(6, 1.0f));
 
     // The first parameter of resnet18 (conv1.weight, ordinal 0) as HostModel holds it.
-    const TrainingGraph tg = build_training_graph(tiny("resnet18"));
+    const TrainingGraph tg = build_training_graph(tiny_config("resnet18"));
     const HostModel model(tg);
     const LayerBuffers& conv1 = tg.layers[tg.network.layer_id("conv1")];
     const ParamSpec spec = parameters_of(tg.network.layer(tg.network.layer_id("conv1")).spec)[0];
@@ -67,7 +67,7 @@ TEST_CASE("initial values: each rule, and HostModel uses them") {
 }
 
 TEST_CASE("weight snapshots: bitwise and tolerance comparisons name the tensor") {
-    const TrainingGraph tg = build_training_graph(tiny("resnet18"));
+    const TrainingGraph tg = build_training_graph(tiny_config("resnet18"));
     HostModel a(tg), b(tg);
     WeightSnapshot sa = snapshot_weights(a), sb = snapshot_weights(b);
     WeightComparison same = compare_weights(sa, sb);
@@ -98,13 +98,13 @@ TEST_CASE("weight snapshots: bitwise and tolerance comparisons name the tensor")
     const WeightSnapshot trained = snapshot_weights(a);
     CHECK_FALSE(compare_weights_within(trained, snapshot_weights(b), 1.0, 1.0).within);
 
-    const TrainingGraph other = build_training_graph(tiny("resnet34"));
+    const TrainingGraph other = build_training_graph(tiny_config("resnet34"));
     const HostModel c(other);
     CHECK_THROWS_AS(compare_weights(sa, snapshot_weights(c)), braid::Error);
 }
 
 TEST_CASE("the split granule of a plan divides every part boundary") {
-    const TrainingGraph tg = build_training_graph(tiny("googlenet"));
+    const TrainingGraph tg = build_training_graph(tiny_config("googlenet"));
     CHECK(split_granule(braid::strategy::serial(tg.graph), tg.graph) == 0);
     const auto split_all = [&](std::uint32_t parts) {
         std::vector<braid::strategy::Placement> order;
