@@ -261,27 +261,63 @@ BRAID_SAMPLES_HOST_DEVICE inline PoolWindow pool_window(const PoolArgs& p, int o
 
 BRAID_SAMPLES_HOST_DEVICE inline int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
-// Output t (over images, channels and output pixels) of a pooling forward.
+// Element t of a pooling's images in their memory order: NCHW walks
+// (image, channel, row, column), NHWC (image, row, column, channel), so
+// consecutive threads touch consecutive floats in either layout.
+struct PoolElement {
+    std::uint64_t n;
+    std::uint32_t c;
+    int h, w;
+};
+
+BRAID_SAMPLES_HOST_DEVICE inline PoolElement pool_element(std::uint64_t t, std::uint32_t channels, std::uint32_t height,
+                                                          std::uint32_t width, bool channels_last) {
+    const std::uint64_t plane = std::uint64_t{height} * width;
+    PoolElement e{};
+    std::uint64_t i = 0;  // the pixel within its plane
+    if (channels_last) {
+        const std::uint64_t pixel = quotient(t, channels);  // n * plane + i
+        e.c = static_cast<std::uint32_t>(t - pixel * channels);
+        e.n = quotient(pixel, plane);
+        i = pixel - e.n * plane;
+    } else {
+        const std::uint64_t p = quotient(t, plane);  // n * channels + c
+        e.n = quotient(p, channels);
+        e.c = static_cast<std::uint32_t>(p - e.n * channels);
+        i = t - p * plane;
+    }
+    e.h = static_cast<int>(i / width);
+    e.w = static_cast<int>(i - static_cast<std::uint64_t>(e.h) * width);
+    return e;
+}
+
+// Where pixel i of channel c lies in an image of `channels` planes of
+// `plane` pixels: channel_offset + i * pixel_step.
+BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t channel_offset(std::uint32_t c, std::uint64_t plane, bool channels_last) {
+    return channels_last ? c : std::uint64_t{c} * plane;
+}
+BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t pixel_step(std::uint32_t channels, bool channels_last) {
+    return channels_last ? channels : 1;
+}
+
+// Output t (over images, channels and output pixels, in the layout's order) of a pooling forward.
 BRAID_SAMPLES_HOST_DEVICE inline float pool_forward_at(const PoolArgs& p, ConstDeviceImages x, std::uint64_t t) {
-    const std::uint64_t planes_out = std::uint64_t{p.out_h} * p.out_w;
-    const std::uint64_t plane = quotient(t, planes_out);  // n * C + c
-    const std::uint64_t n = quotient(plane, x.c), c = plane - n * x.c;
-    const int o = static_cast<int>(t - plane * planes_out);
-    const int oh = o / static_cast<int>(p.out_w), ow = o - oh * static_cast<int>(p.out_w);
-    const float* xp = x.data + n * x.image_stride + c * p.in_h * p.in_w;
-    const PoolWindow win = pool_window(p, oh, ow);
+    const PoolElement o = pool_element(t, x.c, p.out_h, p.out_w, p.channels_last);
+    const std::uint64_t step = pixel_step(x.c, p.channels_last);
+    const float* xp = x.data + o.n * x.image_stride + channel_offset(o.c, std::uint64_t{p.in_h} * p.in_w, p.channels_last);
+    const PoolWindow win = pool_window(p, o.h, o.w);
     if (p.max) {
         float best = -__builtin_huge_valf();
         for (int h = win.h0; h < win.h1; ++h)
             for (int w = win.w0; w < win.w1; ++w) {
-                const float v = xp[h * static_cast<int>(p.in_w) + w];
+                const float v = xp[static_cast<std::uint64_t>(h * static_cast<int>(p.in_w) + w) * step];
                 best = best < v ? v : best;  // std::max(best, v)
             }
         return best;
     }
     float sum = 0.0f;
     for (int h = win.h0; h < win.h1; ++h)
-        for (int w = win.w0; w < win.w1; ++w) sum += xp[h * static_cast<int>(p.in_w) + w];
+        for (int w = win.w0; w < win.w1; ++w) sum += xp[static_cast<std::uint64_t>(h * static_cast<int>(p.in_w) + w) * step];
     return sum / static_cast<float>(win.count);
 }
 
@@ -298,55 +334,57 @@ BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t pool_output_offset(const PoolArgs
 // none does (the reference routes t's gradient there, or nowhere).
 BRAID_SAMPLES_HOST_DEVICE inline std::int32_t pool_argmax_at(const PoolArgs& p, ConstDeviceImages x,
                                                               ConstDeviceImages y, std::uint64_t t) {
-    const std::uint64_t planes_out = std::uint64_t{p.out_h} * p.out_w;
-    const std::uint64_t plane = quotient(t, planes_out);
-    const std::uint64_t n = quotient(plane, x.c), c = plane - n * x.c;
-    const int o = static_cast<int>(t - plane * planes_out);
-    const int oh = o / static_cast<int>(p.out_w), ow = o - oh * static_cast<int>(p.out_w);
+    const PoolElement o = pool_element(t, x.c, p.out_h, p.out_w, p.channels_last);
+    const std::uint64_t step = pixel_step(x.c, p.channels_last);
     const int W = static_cast<int>(p.in_w);
-    const float* xp = x.data + n * x.image_stride + c * p.in_h * p.in_w;
-    const float best = y.data[n * y.image_stride + c * planes_out + static_cast<std::uint64_t>(o)];
-    const PoolWindow win = pool_window(p, oh, ow);
+    const float* xp = x.data + o.n * x.image_stride + channel_offset(o.c, std::uint64_t{p.in_h} * p.in_w, p.channels_last);
+    const float best = y.data[o.n * y.image_stride +
+                              channel_offset(o.c, std::uint64_t{p.out_h} * p.out_w, p.channels_last) +
+                              static_cast<std::uint64_t>(o.h * static_cast<int>(p.out_w) + o.w) * step];
+    const PoolWindow win = pool_window(p, o.h, o.w);
     for (int h = win.h0; h < win.h1; ++h)
         for (int w = win.w0; w < win.w1; ++w)
-            if (xp[h * W + w] == best) return h * W + w;
+            if (xp[static_cast<std::uint64_t>(h * W + w) * step] == best) return h * W + w;
     return -1;
 }
 
-// Backward, input element t: the sum, over the windows that hold it in the
-// reference's (raster) order, of what each routes to it. Max pooling reads
-// the first pass's argmax (contiguous, one int per output of the range);
-// average pooling routes dy / count to every element of a window.
+// Backward, input element t (in the layout's order): the sum, over the
+// windows that hold it in the reference's (raster) order, of what each
+// routes to it. Max pooling reads the first pass's argmax (contiguous, one
+// int per output of the range, in the same order as the outputs); average
+// pooling routes dy / count to every element of a window.
 BRAID_SAMPLES_HOST_DEVICE inline float pool_backward_at(const PoolArgs& p, const std::int32_t* argmax,
                                                         ConstDeviceImages dy, std::uint32_t channels,
                                                         std::uint64_t t) {
-    const std::uint64_t plane_in = std::uint64_t{p.in_h} * p.in_w, plane_out = std::uint64_t{p.out_h} * p.out_w;
+    const std::uint64_t plane_out = std::uint64_t{p.out_h} * p.out_w;
     const int S = static_cast<int>(p.stride), P = static_cast<int>(p.pad);
     const int KH = static_cast<int>(p.kernel_h), KW = static_cast<int>(p.kernel_w);
-    const int W = static_cast<int>(p.in_w);
-    const std::uint64_t plane = quotient(t, plane_in);
-    const std::uint64_t n = quotient(plane, channels), c = plane - n * channels;
-    const int i = static_cast<int>(t - plane * plane_in);
-    const int h = i / W, w = i - h * W;
+    const int W = static_cast<int>(p.in_w), OW = static_cast<int>(p.out_w);
+    const PoolElement e = pool_element(t, channels, p.in_h, p.in_w, p.channels_last);
+    const int h = e.h, w = e.w, i = h * W + w;
     // Windows whose span holds (h, w): oh*S - P <= h < oh*S - P + K.
     const int oh_lo = BRAID_SAMPLES_MAX(0, floor_div(h + P - KH, S) + 1);
     const int oh_hi = BRAID_SAMPLES_MIN(static_cast<int>(p.out_h) - 1, (h + P) / S);
     const int ow_lo = BRAID_SAMPLES_MAX(0, floor_div(w + P - KW, S) + 1);
-    const int ow_hi = BRAID_SAMPLES_MIN(static_cast<int>(p.out_w) - 1, (w + P) / S);
-    const float* dyp = dy.data + n * dy.image_stride + c * plane_out;
+    const int ow_hi = BRAID_SAMPLES_MIN(OW - 1, (w + P) / S);
+    const std::uint64_t step = pixel_step(channels, p.channels_last);
+    const std::uint64_t channel = channel_offset(e.c, plane_out, p.channels_last);
+    const float* dyp = dy.data + e.n * dy.image_stride + channel;
     float acc = 0.0f;
     if (p.max) {
-        const std::int32_t* first = argmax + plane * plane_out;
+        const std::int32_t* first = argmax + e.n * channels * plane_out + channel;
         for (int oh = oh_lo; oh <= oh_hi; ++oh)
-            for (int ow = ow_lo; ow <= ow_hi; ++ow)
-                if (first[oh * static_cast<int>(p.out_w) + ow] == i) acc += dyp[oh * static_cast<int>(p.out_w) + ow];
+            for (int ow = ow_lo; ow <= ow_hi; ++ow) {
+                const std::uint64_t o = static_cast<std::uint64_t>(oh * OW + ow) * step;
+                if (first[o] == i) acc += dyp[o];
+            }
         return acc;
     }
     for (int oh = oh_lo; oh <= oh_hi; ++oh)
         for (int ow = ow_lo; ow <= ow_hi; ++ow) {
             const PoolWindow win = pool_window(p, oh, ow);
             if (h < win.h0 || h >= win.h1 || w < win.w0 || w >= win.w1) continue;
-            acc += dyp[oh * static_cast<int>(p.out_w) + ow] / static_cast<float>(win.count);
+            acc += dyp[static_cast<std::uint64_t>(oh * OW + ow) * step] / static_cast<float>(win.count);
         }
     return acc;
 }

@@ -74,18 +74,26 @@ __global__ void gradient_sum_kernel(GradientPartials p, UnitGrid g, DeviceImages
 
 // ------------------------------------------------------------ pooling
 
+// CL: the views' layout, a constant here so that the NCHW kernels keep
+// their unit pixel step (p.channels_last says the same at run time).
+template <bool CL>
 __global__ void pool_forward_kernel(PoolArgs p, ConstDeviceImages x, DeviceImages y, std::uint64_t total) {
+    p.channels_last = CL;
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads())
         y.data[pool_output_offset(p, y.c, y.image_stride, t)] = pool_forward_at(p, x, t);
 }
 
+template <bool CL>
 __global__ void pool_argmax_kernel(PoolArgs p, ConstDeviceImages x, ConstDeviceImages y, std::int32_t* argmax,
                                    std::uint64_t total) {
+    p.channels_last = CL;
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) argmax[t] = pool_argmax_at(p, x, y, t);
 }
 
+template <bool CL>
 __global__ void pool_backward_kernel(PoolArgs p, const std::int32_t* argmax, ConstDeviceImages dy, DeviceImages dx,
                                      std::uint64_t total) {
+    p.channels_last = CL;
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads())
         dx.data[pool_input_offset(p, dx.c, dx.image_stride, t)] = pool_backward_at(p, argmax, dy, dx.c, t);
 }
@@ -405,6 +413,13 @@ void with_width(int v, F&& f) {
     else f(std::integral_constant<int, 1>{});
 }
 
+// Calls f(std::bool_constant<CL>) for a pooling's layout.
+template <class F>
+void with_layout(const PoolArgs& p, F&& f) {
+    if (p.channels_last) f(std::true_type{});
+    else f(std::false_type{});
+}
+
 UnitLaunch unit_launch(std::uint32_t images, std::uint64_t image_elements,
                        std::initializer_list<ConstDeviceImages> views) {
     const int v = vector_width(image_elements, views);
@@ -487,7 +502,9 @@ cudaError_t launch_gradient_sum(const ConstDeviceImages* partials, std::uint32_t
 cudaError_t launch_pool_forward(const PoolArgs& p, ConstDeviceImages x, DeviceImages y, cudaStream_t stream) {
     const std::uint64_t total = std::uint64_t{x.images} * x.c * p.out_h * p.out_w;
     if (total == 0) return cudaSuccess;
-    pool_forward_kernel<<<blocks_for(total), threads, 0, stream>>>(p, x, y, total);
+    with_layout(p, [&](auto cl) {
+        pool_forward_kernel<decltype(cl)::value><<<blocks_for(total), threads, 0, stream>>>(p, x, y, total);
+    });
     return launched();
 }
 
@@ -502,9 +519,13 @@ cudaError_t launch_pool_backward(const PoolArgs& p, ConstDeviceImages x, ConstDe
     if (p.max) {
         if (argmax == nullptr) return cudaErrorInvalidValue;
         const std::uint64_t outputs = std::uint64_t{dx.images} * dx.c * p.out_h * p.out_w;
-        pool_argmax_kernel<<<blocks_for(outputs), threads, 0, stream>>>(p, x, y, argmax, outputs);
+        with_layout(p, [&](auto cl) {
+            pool_argmax_kernel<decltype(cl)::value><<<blocks_for(outputs), threads, 0, stream>>>(p, x, y, argmax, outputs);
+        });
     }
-    pool_backward_kernel<<<blocks_for(total), threads, 0, stream>>>(p, argmax, dy, dx, total);
+    with_layout(p, [&](auto cl) {
+        pool_backward_kernel<decltype(cl)::value><<<blocks_for(total), threads, 0, stream>>>(p, argmax, dy, dx, total);
+    });
     return launched();
 }
 

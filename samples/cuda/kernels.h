@@ -7,6 +7,7 @@
 // Views are NCHW float tensors in device memory, `images` images from
 // `data` on (the first image of the range a body works on), `image_stride`
 // floats apart: a channel slice of a concat buffer has a larger stride.
+// The pools also take NHWC views (PoolArgs::channels_last).
 // Kernels that need the global image index (dropout masks, labels, data)
 // take `first_image`. Where a kernel does what the reference CPU layer does
 // with the same float operations in the same order, it gives the same bits
@@ -78,6 +79,9 @@ struct PoolArgs {
     bool max = true;
     std::uint32_t kernel_h = 0, kernel_w = 0, stride = 1, pad = 0;
     std::uint32_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+    // Views in NHWC (a pixel's channels adjacent) instead of NCHW; each
+    // image's elements in one block (no channel slices).
+    bool channels_last = false;
 };
 cudaError_t launch_pool_forward(const PoolArgs& p, ConstDeviceImages x, DeviceImages y, cudaStream_t stream);
 // Max: dy goes to the first position of each window whose x equals y;

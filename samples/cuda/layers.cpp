@@ -241,13 +241,8 @@ const ConvAlgorithm& CudaConv::choice(CudaLane& lane, ConvPass pass, std::uint32
 
 void CudaConv::run_pass(CudaLane& lane, ConvPass pass, std::uint32_t n, const float* x, std::uint64_t x_stride,
                         const float* w, const float* y, std::uint64_t y_stride) {
-    // An NHWC slice of a concat buffer has a pixel stride of the whole
-    // buffer's channels, which a view (one image stride) cannot say.
-    if (options_.layout == TensorLayout::nhwc &&
-        (x_stride != image_shape(layer_.in).elements() || y_stride != image_shape(layer_.out).elements()))
-        throw braid::Error("convolution '" + name_ + "' " + std::string(to_string(pass)) +
-                           ": NHWC activations must be whole tensors, not channel slices (image strides " +
-                           std::to_string(x_stride) + " and " + std::to_string(y_stride) + ")");
+    check_whole_images(options_.layout, "convolution '" + name_ + "' " + std::string(to_string(pass)),
+                       layer_.in.image_elements(), x_stride, layer_.out.image_elements(), y_stride);
     cudnnTensorDescriptor_t xd = tensors_.get(n, image_shape(layer_.in), x_stride);
     cudnnTensorDescriptor_t yd = tensors_.get(n, image_shape(layer_.out), y_stride);
     const ConvAlgorithm& a = choice(lane, pass, n, x, x_stride, w, y, y_stride, xd, yd);
@@ -393,7 +388,17 @@ bool cudnn_pooling_fits(const Pool2d& layer) {
            pooled_size(layer.in.w, layer.kernel_w, layer.stride, layer.pad, false) == layer.out.w;
 }
 
-PoolArgs pool_args(const Pool2d& layer) {
+void check_whole_images(TensorLayout layout, const std::string& who, std::uint64_t in_elements,
+                        std::uint64_t in_stride, std::uint64_t out_elements, std::uint64_t out_stride) {
+    // An NHWC slice of a concat buffer has a pixel stride of the whole
+    // buffer's channels, which a view (one image stride) cannot say.
+    if (layout == TensorLayout::nhwc && (in_stride != in_elements || out_stride != out_elements))
+        throw braid::Error(who + ": NHWC activations must be whole tensors, not channel slices (image strides " +
+                           std::to_string(in_stride) + " and " + std::to_string(out_stride) + " for images of " +
+                           std::to_string(in_elements) + " and " + std::to_string(out_elements) + " floats)");
+}
+
+PoolArgs pool_args(const Pool2d& layer, TensorLayout layout) {
     PoolArgs a;
     a.max = layer.config.mode == PoolMode::max;
     a.kernel_h = layer.kernel_h;
@@ -404,11 +409,16 @@ PoolArgs pool_args(const Pool2d& layer) {
     a.in_w = layer.in.w;
     a.out_h = layer.out.h;
     a.out_w = layer.out.w;
+    a.channels_last = layout == TensorLayout::nhwc;
     return a;
 }
 
 CudaPool::CudaPool(std::string name, const Pool2d& layer, const LayerOptions& options, bool use_cudnn)
-    : name_(std::move(name)), layer_(layer), options_(options), args_(pool_args(layer)) {
+    : name_(std::move(name)),
+      layer_(layer),
+      options_(options),
+      args_(pool_args(layer, options.layout)),
+      tensors_(options.layout) {
     if (!use_cudnn || !cudnn_pooling_fits(layer)) return;
     cudnnPoolingDescriptor_t d = nullptr;
     braid::cuda::check(cudnnCreatePoolingDescriptor(&d), "cudnnCreatePoolingDescriptor");
@@ -427,6 +437,8 @@ CudaPool::CudaPool(std::string name, const Pool2d& layer, const LayerOptions& op
 void CudaPool::forward(CudaLane& lane, ConstDeviceView x, DeviceView y, ImageRange images) {
     check_range(images, layer_.in, "CudaPool::forward");
     const std::string who = "pooling '" + name_ + "' forward";
+    check_whole_images(options_.layout, who, layer_.in.image_elements(), x.image_stride, layer_.out.image_elements(),
+                       y.image_stride);
     if (!pooling_) {
         check_launch(launch_pool_forward(args_, images_of(x, images), images_of(y, images), lane.stream), who);
         return;
@@ -444,6 +456,11 @@ void CudaPool::backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView 
                              ImageRange images) {
     check_range(images, layer_.in, "CudaPool::backward_data");
     const std::string who = "pooling '" + name_ + "' backward data";
+    check_whole_images(options_.layout, who, layer_.in.image_elements(), dx.image_stride, layer_.out.image_elements(),
+                       dy.image_stride);
+    if (args_.max)
+        check_whole_images(options_.layout, who, layer_.in.image_elements(), x.image_stride,
+                           layer_.out.image_elements(), y.image_stride);
     // Always the own kernels: cuDNN's deterministic max backward took 0.59
     // ms for ResNet-50's stem pool on the H200 (../shared/h200/resnet50-b32.profile.json), and it
     // reads x and y, which the average pool's op does not declare.

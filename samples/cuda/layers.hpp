@@ -146,7 +146,8 @@ private:
 // ---------------------------------------------------------------- pooling
 class CudaPool {
 public:
-    // use_cudnn: false forces the own kernels (tests compare both).
+    // use_cudnn: false forces the own kernels (tests compare both). Views
+    // are in options.layout; NHWC ones must be whole images.
     CudaPool(std::string name, const Pool2d& layer, const LayerOptions& options, bool use_cudnn = true);
 
     // Whether the forward runs on cuDNN (floor rounding fits) or own kernels.
@@ -170,8 +171,14 @@ private:
     DescriptorCache tensors_;
 };
 
-// The own pooling kernels' description of `layer`.
-PoolArgs pool_args(const Pool2d& layer);
+// The own pooling kernels' description of `layer`, for views in `layout`.
+PoolArgs pool_args(const Pool2d& layer, TensorLayout layout = TensorLayout::nchw);
+
+// Throws, naming `who`, when views in `layout` cannot be what their image
+// strides say: NHWC views must be whole images (stride = elements), since a
+// channel slice of an NHWC buffer has a pixel stride no view can carry.
+void check_whole_images(TensorLayout layout, const std::string& who, std::uint64_t in_elements,
+                        std::uint64_t in_stride, std::uint64_t out_elements, std::uint64_t out_stride);
 
 // Whether cuDNN's pooling (floor rounding, count_include_pad) computes `layer` exactly.
 bool cudnn_pooling_fits(const Pool2d& layer);

@@ -18,9 +18,11 @@
 #include "cuda/conv_engines.hpp"
 #include "cuda/layers.hpp"
 #include "gpu_samples_util.hpp"
+#include "nn/pool.hpp"
 
 using namespace braid::samples::cuda;
 using braid::samples::Conv2d;
+using braid::samples::Pool2d;
 
 namespace {
 
@@ -125,6 +127,25 @@ TEST_CASE("NHWC convolutions refuse a bias (the own bias kernels are NCHW), nami
     const Conv2d biased({2, 4, 8, 8}, {.out_channels = 6, .kernel = 3, .stride = 1, .pad = 1, .groups = 1, .bias = true});
     CHECK_THROWS_WITH_AS(CudaConv("stem.conv", biased, o),
                          doctest::Contains("convolution 'stem.conv': NHWC activations with a bias"), braid::Error);
+}
+
+TEST_CASE("NHWC pools and convolutions take whole images only: a channel slice's stride is refused, naming the layer") {
+    // NCHW: any image stride (a concat slice's is wider than its image).
+    CHECK_NOTHROW(check_whole_images(TensorLayout::nchw, "pooling 'p' forward", 64, 192, 16, 48));
+    CHECK_NOTHROW(check_whole_images(TensorLayout::nhwc, "pooling 'p' forward", 64, 64, 16, 16));
+    CHECK_THROWS_WITH_AS(check_whole_images(TensorLayout::nhwc, "pooling 'inception_3a.pool' forward", 64, 64, 16, 48),
+                         doctest::Contains("pooling 'inception_3a.pool' forward: NHWC activations must be whole "
+                                           "tensors, not channel slices (image strides 64 and 48 for images of 64 "
+                                           "and 16 floats)"),
+                         braid::Error);
+    CHECK_THROWS_AS(check_whole_images(TensorLayout::nhwc, "x", 64, 192, 16, 16), braid::Error);
+
+    const Pool2d pool({2, 8, 9, 9}, {.kernel = 3, .stride = 2, .pad = 1});
+    CHECK_FALSE(pool_args(pool).channels_last);
+    const PoolArgs nhwc = pool_args(pool, TensorLayout::nhwc);
+    CHECK(nhwc.channels_last);
+    CHECK(nhwc.out_h == pool.out.h);
+    CHECK(nhwc.kernel_w == 3);
 }
 
 TEST_CASE("graph-API alignment: the largest power of two up to 16 dividing every pointer") {

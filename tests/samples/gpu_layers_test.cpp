@@ -126,20 +126,6 @@ TEST_CASE("convolution (cuDNN legacy calls and graph-API engines): forward, back
 }
 
 TEST_CASE("convolution with NHWC activations and KRSC filters (both APIs): the reference's results, transposed; channel slices refused") {
-    // NCHW <-> NHWC of a dense tensor (a KCRS filter is K images of C x R x S).
-    const auto transpose = [](const auto& v, Shape4 s, bool to_nhwc) {
-        std::remove_cvref_t<decltype(v)> out(v.size());
-        for (std::uint32_t n = 0; n < s.n; ++n)
-            for (std::uint32_t c = 0; c < s.c; ++c)
-                for (std::uint32_t h = 0; h < s.h; ++h)
-                    for (std::uint32_t w = 0; w < s.w; ++w) {
-                        const std::size_t nchw = ((std::size_t{n} * s.c + c) * s.h + h) * s.w + w;
-                        const std::size_t nhwc = ((std::size_t{n} * s.h + h) * s.w + w) * s.c + c;
-                        if (to_nhwc) out[nhwc] = v[nchw];
-                        else out[nchw] = v[nhwc];
-                    }
-        return out;
-    };
     TestLane lane;
     for (const cuda::ConvApi api : conv_apis) {
         CAPTURE(to_string(api));
@@ -163,14 +149,14 @@ TEST_CASE("convolution with NHWC activations and KRSC filters (both APIs): the r
             conv_backward_data<double>(layer, cv(dy, out), w.data(), mv(dx, in), whole_batch(in));
             conv_backward_weight<double>(layer, cv(x, in), cv(dy, out), dw.data(), nullptr);
 
-            const DeviceVector<float> gx(to_float(transpose(x, in, true))), gw(to_float(transpose(w, filter, true))),
-                gdy(to_float(transpose(dy, out, true)));
+            const DeviceVector<float> gx(to_float(transposed(x, in, true))), gw(to_float(transposed(w, filter, true))),
+                gdy(to_float(transposed(dy, out, true)));
             DeviceVector<float> gy(out.elements()), gdx(in.elements()), gdw(w.size());
             cuda::CudaConv conv("conv.nhwc", layer, o);
             conv.forward(lane(), gx.view(in), gw.get(), nullptr, gy.view(out), whole_batch(in));
             conv.backward_data(lane(), gdy.view(out), gw.get(), gdx.view(in), whole_batch(in));
             conv.backward_weight(lane(), gx.view(in), gdy.view(out), gdw.get(), nullptr);
-            const auto back = [&](const DeviceVector<float>& d, Shape4 s) { return transpose(d.host(), s, false); };
+            const auto back = [&](const DeviceVector<float>& d, Shape4 s) { return transposed(d.host(), s, false); };
             check_close(back(gy, out), y, library_tol, "NHWC conv forward");
             check_close(back(gdx, in), dx, library_tol, "NHWC conv backward data");
             check_close(back(gdw, filter), dw, library_tol, "NHWC conv backward weight");
@@ -360,7 +346,7 @@ TEST_CASE("fully connected (cuBLAS): forward, backward data and weight match the
     check_bitwise(gdb.host(), fdb, "fc bias gradient");
 }
 
-TEST_CASE("pooling: cuDNN forward where floor rounding fits, own kernels for ceil mode and every backward; against the reference, into a concat slice too") {
+TEST_CASE("pooling: cuDNN forward where floor rounding fits, own kernels for ceil mode and every backward; against the reference, into a concat slice too, and in NHWC") {
     TestLane lane;
     struct Case {
         Shape4 in;
@@ -432,6 +418,47 @@ TEST_CASE("pooling: cuDNN forward where floor rounding fits, own kernels for cei
             check_bitwise(channel_slice(all, wide, 2, 3), y, "max pool forward into a channel slice");  // exact
             check_bitwise(gdx.host(), dx, "own max pool backward from a slice");
         }
+    }
+    // NHWC views (cuDNN's forward with NHWC descriptors, the own kernels'
+    // channels-last walks): the reference's results, transposed. ResNet's
+    // stem pool, GoogLeNet's ceil-mode one, a global average.
+    for (const Case& c : {cases[0], cases[1], cases[5], cases[6]}) {
+        const Pool2d layer(c.in, c.cfg);
+        const Shape4 out = layer.out;
+        CAPTURE(to_string(c.in));
+        CAPTURE(c.cfg.kernel);
+        const auto x = to_float(random_values<double>(c.in.elements(), 35));
+        const auto dy = to_float(random_values<double>(out.elements(), 36));
+        std::vector<float> y(out.elements()), dx(c.in.elements());
+        pool_forward<float>(layer, cv(x, c.in), mv(y, out), whole_batch(c.in));
+        pool_backward_data<float>(layer, cv(x, c.in), cv(y, out), cv(dy, out), mv(dx, c.in), whole_batch(c.in));
+        const DeviceVector<float> gx(transposed(x, c.in, true)), gdy(transposed(dy, out, true));
+        cuda::LayerOptions o = exact_options();
+        o.layout = cuda::TensorLayout::nhwc;
+        for (bool use_cudnn : {true, false}) {
+            cuda::CudaPool pool("pool.nhwc", layer, o, use_cudnn);
+            CAPTURE(pool.uses_cudnn());
+            DeviceVector<float> gy(out.elements()), gdx(c.in.elements());
+            pool.forward(lane(), gx.view(c.in), gy.view(out), whole_batch(c.in));
+            pool.backward_data(lane(), gx.view(c.in), gy.view(out), gdy.view(out), gdx.view(c.in), whole_batch(c.in));
+            const std::vector<float> got_y = transposed(gy.host(), out, false);
+            if (pool.uses_cudnn()) check_close(got_y, y, library_tol, "cuDNN NHWC pool forward");
+            else check_bitwise(got_y, y, "own NHWC pool forward");
+            check_bitwise(transposed(gdx.host(), c.in, false), dx, "own NHWC pool backward");
+        }
+    }
+    {
+        // A channel slice has no NHWC view: refused, naming the layer.
+        const Pool2d layer({2, 3, 8, 8}, {.kernel = 2, .stride = 2});
+        cuda::LayerOptions o = exact_options();
+        o.layout = cuda::TensorLayout::nhwc;
+        cuda::CudaPool pool("pool.nhwc.slice", layer, o);
+        const DeviceVector<float> gx(layer.in.elements());
+        DeviceVector<float> gwide(2 * 9 * 16);
+        const TensorView<float> slice{gwide.get() + 2 * 16, layer.out, 9 * 16};
+        CHECK_THROWS_WITH_AS(pool.forward(lane(), gx.view(layer.in), slice, whole_batch(layer.in)),
+                             doctest::Contains("pooling 'pool.nhwc.slice' forward: NHWC activations must be whole tensors"),
+                             braid::Error);
     }
     // GoogLeNet's pool1 (3x3/2, ceil) on 112x112 cannot use cuDNN; ResNet's (3x3/2 pad 1) can.
     CHECK_FALSE(cuda::cudnn_pooling_fits(Pool2d({1, 1, 112, 112}, {.kernel = 3, .stride = 2, .ceil_mode = true})));

@@ -1,7 +1,7 @@
 // The own CUDA kernels' per-element bodies (samples/cuda/kernel_bodies.hpp)
 // run on the CPU over every index of an emulated grid, bit for bit against
 // the reference layers: pooling (forward, and the two-pass max backward
-// with its tie rule) and the vectorised elementwise kernels (ReLU, add,
+// with its tie rule; NCHW and NHWC views) and the vectorised elementwise kernels (ReLU, add,
 // gradient sum) in both vector widths, over dense views and channel slices.
 // The GPU runs the same bodies (test-gpu-samples checks them there).
 #include <doctest/doctest.h>
@@ -17,6 +17,7 @@
 
 #include "cuda/kernel_bodies.hpp"
 #include "cuda/layers.hpp"
+#include "gpu_samples_util.hpp"
 #include "nn/add.hpp"
 #include "nn/batch_norm.hpp"
 #include "nn/gradient_sum.hpp"
@@ -26,6 +27,7 @@
 
 using namespace braid::samples;
 using namespace braid::samples::cuda;
+using gpu_test::transposed;
 
 namespace {
 
@@ -98,7 +100,7 @@ void emulate(std::uint64_t total, F&& body) {
 
 TEST_SUITE("cpu") {
 
-TEST_CASE("pool kernel bodies: forward, and the two-pass max backward with the reference's tie rule, bit for bit") {
+TEST_CASE("pool kernel bodies: forward, and the two-pass max backward with the reference's tie rule, bit for bit, NCHW and NHWC") {
     int cases = 0;
     for (const PoolMode mode : {PoolMode::max, PoolMode::average})
         for (std::uint32_t kernel = 1; kernel <= 5; ++kernel)
@@ -155,6 +157,31 @@ TEST_CASE("pool kernel bodies: forward, and the two-pass max backward with the r
                             });
                             CHECK(same_bits(gdx.dense(), dx));
                             CHECK(gdx.untouched_outside(4.5f));
+
+                            // NHWC views (whole images): the same bits, element for element.
+                            const PoolArgs q = pool_args(layer, TensorLayout::nhwc);
+                            CHECK(q.channels_last);
+                            const std::vector<float> x_nhwc = transposed(x, in, true);
+                            const std::vector<float> dy_nhwc = transposed(dy, out, true);
+                            std::vector<float> y_nhwc(out.elements(), 9.0f), dx_nhwc(in.elements(), 4.5f);
+                            const ConstDeviceImages hx(x_nhwc.data(), in.n, in.c, in.h, in.w, in.image_elements());
+                            const DeviceImages hy{y_nhwc.data(), out.n, out.c, out.h, out.w, out.image_elements()};
+                            emulate(out.elements(), [&](std::uint64_t t) {
+                                hy.data[pool_output_offset(q, hy.c, hy.image_stride, t)] = pool_forward_at(q, hx, t);
+                            });
+                            CHECK(same_bits(transposed(y_nhwc, out, false), y));
+                            std::vector<std::int32_t> argmax_nhwc(out.elements(), -2);
+                            if (q.max)
+                                emulate(out.elements(), [&](std::uint64_t t) {
+                                    argmax_nhwc[t] = pool_argmax_at(q, hx, ConstDeviceImages(hy), t);
+                                });
+                            const ConstDeviceImages hdy(dy_nhwc.data(), out.n, out.c, out.h, out.w, out.image_elements());
+                            const DeviceImages hdx{dx_nhwc.data(), in.n, in.c, in.h, in.w, in.image_elements()};
+                            emulate(in.elements(), [&](std::uint64_t t) {
+                                hdx.data[pool_input_offset(q, hdx.c, hdx.image_stride, t)] =
+                                    pool_backward_at(q, q.max ? argmax_nhwc.data() : nullptr, hdy, hdx.c, t);
+                            });
+                            CHECK(same_bits(transposed(dx_nhwc, in, false), dx));
                             ++cases;
                         }
     CHECK(cases > 300);
