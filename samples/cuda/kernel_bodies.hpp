@@ -206,7 +206,52 @@ struct ChannelWalk {
     BRAID_SAMPLES_HOST_DEVICE std::uint64_t at(std::uint64_t image_stride, std::uint32_t c, std::uint64_t plane) const {
         return n * image_stride + std::uint64_t{c} * plane + i * V;
     }
+    // Channel c of the unit's pixel in an NHWC view of `channels` channels (V = 1).
+    BRAID_SAMPLES_HOST_DEVICE std::uint64_t at_channels_last(std::uint64_t image_stride, std::uint32_t channels,
+                                                             std::uint32_t c) const {
+        static_assert(V == 1, "an NHWC pixel's channel is one float");
+        return n * image_stride + i * channels + c;
+    }
 };
+
+// NHWC per-channel reductions (batch norm with channels-last views): a
+// block of channels_last_rows x channels_last_lanes threads covers
+// `lanes` adjacent channels (channel group blockIdx.y) over one slice of
+// the pixels (blockIdx.x of `slices`). Thread t is lane t % lanes, channel
+// group * lanes + lane, and row t / lanes, which walks the slice's pixels
+// as thread `row` of `rows` (a ChannelWalk<1>): a warp reads 32 adjacent
+// floats of one pixel. The rows' sums of a lane then add in a fixed tree,
+// so the partition and the order depend on the shape only.
+inline constexpr unsigned channels_last_lanes = 32;
+inline constexpr unsigned channels_last_rows = 8;
+
+BRAID_SAMPLES_HOST_DEVICE inline std::uint32_t channels_last_groups(std::uint32_t channels) {
+    return (channels + channels_last_lanes - 1) / channels_last_lanes;
+}
+
+// Pixel slices of an NHWC reduction: about 16 pixels a thread, and no
+// more slices than make about 1024 blocks over the channel groups (beyond
+// that, more blocks only lengthen the per-channel sums of the partials).
+BRAID_SAMPLES_HOST_DEVICE inline std::uint32_t channels_last_slices(std::uint32_t images, std::uint32_t channels,
+                                                                    std::uint32_t h, std::uint32_t w) {
+    const std::uint64_t pixels = std::uint64_t{images} * h * w;
+    const std::uint64_t by_work = (pixels + 16 * channels_last_rows - 1) / (16 * channels_last_rows);
+    const std::uint64_t groups = channels_last_groups(channels);
+    const std::uint64_t by_blocks = groups == 0 ? 1 : (1024 + groups - 1) / groups;
+    const std::uint64_t s = BRAID_SAMPLES_MIN(by_work, by_blocks);
+    return static_cast<std::uint32_t>(s < 1 ? 1 : s);
+}
+
+// Channel of the first float of elementwise unit u (V floats) over NHWC
+// views of `channels` channels: V divides `channels`, so a unit's floats
+// are channels c .. c + V - 1 of one pixel. A flat grid (one long image)
+// gives the same channels, since every image holds whole pixels.
+BRAID_SAMPLES_HOST_DEVICE inline std::uint32_t channels_last_unit_channel(const UnitGrid& g, std::uint32_t channels,
+                                                                          int v, std::uint64_t u) {
+    const std::uint64_t n = g.images <= 1 ? 0 : quotient(u, g.units_per_image);
+    const std::uint64_t e = (u - n * g.units_per_image) * static_cast<std::uint64_t>(v);
+    return static_cast<std::uint32_t>(e - quotient(e, channels) * channels);
+}
 
 // 4 when every view allows 16-byte units and a plane holds whole units
 // (then every channel's plane starts on one too), else 1.
@@ -235,6 +280,59 @@ BRAID_SAMPLES_HOST_DEVICE inline ChannelMoments channel_moments(double shift, do
     const double m = sum / count;
     const double v = squares / count - m * m;
     return {shift + m, v > 0.0 ? v : 0.0};
+}
+
+// Batch norm's elementwise passes over NHWC views, per unit of V channels
+// of one pixel, with the per-channel statistics the reductions wrote: the
+// expressions of the NCHW kernels, so equal statistics give equal bits.
+struct ChannelsLastNormalize {
+    const float* mean;     // saved_mean
+    const float* inv_std;  // saved_inv_std
+    const float* gamma;
+    const float* beta;
+    bool relu;
+};
+
+template <int V>
+BRAID_SAMPLES_HOST_DEVICE inline void batch_norm_normalize_unit(const ChannelsLastNormalize& a, const UnitGrid& g,
+                                                                ConstDeviceImages x, DeviceImages y, std::uint64_t u) {
+    const std::uint32_t c0 = channels_last_unit_channel(g, x.c, V, u);
+    Floats<V> v = load_floats<V>(x.data + unit_offset(u, g.units_per_image, g.images, x.image_stride, V));
+    for (int k = 0; k < V; ++k) {
+        const std::uint32_t c = c0 + static_cast<std::uint32_t>(k);
+        const float n = a.gamma[c] * ((v.v[k] - a.mean[c]) * a.inv_std[c]) + a.beta[c];
+        v.v[k] = a.relu ? ReluForwardOp{}(n) : n;
+    }
+    store_floats<V>(y.data + unit_offset(u, g.units_per_image, g.images, y.image_stride, V), v);
+}
+
+struct ChannelsLastBackward {
+    const float* gamma;
+    const float* mean;          // saved_mean
+    const float* inv_std;       // saved_inv_std
+    const float* mean_dy;       // per channel: sum(dy) / count, in float
+    const float* mean_dy_xhat;  // sum(dy * xhat) / count
+};
+
+// dx of V channels of one pixel; y.data set: dy masked by a fused ReLU's output.
+template <int V>
+BRAID_SAMPLES_HOST_DEVICE inline void batch_norm_dx_unit(const ChannelsLastBackward& a, const UnitGrid& g,
+                                                         ConstDeviceImages x, ConstDeviceImages dy,
+                                                         ConstDeviceImages y, DeviceImages dx, std::uint64_t u) {
+    const std::uint32_t c0 = channels_last_unit_channel(g, x.c, V, u);
+    const Floats<V> xv = load_floats<V>(x.data + unit_offset(u, g.units_per_image, g.images, x.image_stride, V));
+    Floats<V> gv = load_floats<V>(dy.data + unit_offset(u, g.units_per_image, g.images, dy.image_stride, V));
+    if (y.data != nullptr) {
+        const Floats<V> yv = load_floats<V>(y.data + unit_offset(u, g.units_per_image, g.images, y.image_stride, V));
+        for (int k = 0; k < V; ++k) gv.v[k] = ReluBackwardOp{}(yv.v[k], gv.v[k]);
+    }
+    for (int k = 0; k < V; ++k) {
+        const std::uint32_t c = c0 + static_cast<std::uint32_t>(k);
+        const float scale = a.gamma[c] * a.inv_std[c];
+        const float xhat = (xv.v[k] - a.mean[c]) * a.inv_std[c];
+        gv.v[k] = scale * (gv.v[k] - a.mean_dy[c] - xhat * a.mean_dy_xhat[c]);
+    }
+    store_floats<V>(dx.data + unit_offset(u, g.units_per_image, g.images, dx.image_stride, V), gv);
 }
 
 // ------------------------------------------------------------ pooling

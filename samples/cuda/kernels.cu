@@ -174,7 +174,7 @@ __device__ void batch_norm_statistics(const BatchNormArgs& a, ConstDeviceImages 
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
     const double count = static_cast<double>(x.images) * static_cast<double>(plane);
     const ChannelMoments m =
-        channel_moments(static_cast<double>(x.data[std::uint64_t{c} * plane]),
+        channel_moments(static_cast<double>(x.data[channel_offset(c, plane, a.channels_last)]),
                         ordered_sum(sums + std::uint64_t{c} * slices, slices),
                         ordered_sum(squares + std::uint64_t{c} * slices, slices), count);
     mean_out = static_cast<float>(m.mean);
@@ -289,6 +289,124 @@ __global__ void batch_norm_backward_dx(ConstDeviceImages x, ConstDeviceImages dy
         }
         store_floats<V>(dx.data + it.at(dx.image_stride, c, plane), gv);
     }
+}
+
+// ------------------------------------------------------------ batch norm over NHWC views
+
+// The sum over a block's rows of each lane's value, in a fixed tree (the
+// lane's total in every thread of the lane).
+__device__ inline double rows_sum(double v, double* shared) {
+    shared[threadIdx.x] = v;
+    __syncthreads();
+    const unsigned lane = threadIdx.x % channels_last_lanes, row = threadIdx.x / channels_last_lanes;
+    for (unsigned s = channels_last_rows / 2; s > 0; s >>= 1) {
+        if (row < s) shared[threadIdx.x] += shared[threadIdx.x + s * channels_last_lanes];
+        __syncthreads();
+    }
+    const double out = shared[lane];
+    __syncthreads();
+    return out;
+}
+
+// This thread's pixels of the block's slice (see channels_last_lanes).
+__device__ inline ChannelWalk<1> channels_last_walk(ConstDeviceImages x) {
+    return ChannelWalk<1>(x.images, std::uint64_t{x.h} * x.w, blockIdx.x, gridDim.x,
+                          threadIdx.x / channels_last_lanes, channels_last_rows);
+}
+__device__ inline std::uint32_t channels_last_channel() {
+    return blockIdx.y * channels_last_lanes + threadIdx.x % channels_last_lanes;
+}
+
+// As channel_moments_partials: per (slice, channel) the sums of d and d*d,
+// d = x - x[0, c, 0, 0], into sums[c * slices + slice] and squares.
+__global__ void channels_last_moments_partials(ConstDeviceImages x, double* sums, double* squares) {
+    static_assert(channels_last_lanes * channels_last_rows == threads, "a block is lanes x rows");
+    __shared__ double shared[threads];
+    const std::uint32_t c = channels_last_channel();
+    double s = 0.0, q = 0.0;
+    if (c < x.c) {
+        const double shift = static_cast<double>(x.data[c]);
+        for (ChannelWalk<1> it = channels_last_walk(x); it.valid(); it.next()) {
+            const double d = static_cast<double>(x.data[it.at_channels_last(x.image_stride, x.c, c)]) - shift;
+            s += d;
+            q += d * d;
+        }
+    }
+    s = rows_sum(s, shared);
+    q = rows_sum(q, shared);
+    if (threadIdx.x < channels_last_lanes && c < x.c) {
+        sums[std::uint64_t{c} * gridDim.x + blockIdx.x] = s;
+        squares[std::uint64_t{c} * gridDim.x + blockIdx.x] = q;
+    }
+}
+
+// One thread per channel: the statistics from the partials (saved and running).
+__global__ void channels_last_statistics(BatchNormArgs a, ConstDeviceImages x, std::uint32_t slices,
+                                         const double* sums, const double* squares, float* saved_mean,
+                                         float* saved_inv_std, float* running_mean, float* running_var) {
+    const std::uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= x.c) return;
+    float mean = 0.0f, inv_std = 0.0f;
+    batch_norm_statistics(a, x, c, slices, true, sums, squares, saved_mean, saved_inv_std, running_mean,
+                          running_var, mean, inv_std);
+}
+
+template <int V>
+__global__ void channels_last_normalize(ChannelsLastNormalize a, UnitGrid g, ConstDeviceImages x, DeviceImages y) {
+    for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads()) batch_norm_normalize_unit<V>(a, g, x, y, u);
+}
+
+// As batch_norm_backward_partials: sum(dy) into partials[c * slices +
+// slice], sum(dy * xhat) C * slices further on.
+__global__ void channels_last_backward_partials(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
+                                                const float* saved_mean, const float* saved_inv_std,
+                                                double* partials) {
+    __shared__ double shared[threads];
+    const std::uint32_t c = channels_last_channel();
+    double s_dy = 0.0, s_dy_xhat = 0.0;
+    if (c < x.c) {
+        const float mean = saved_mean[c], inv_std = saved_inv_std[c];
+        for (ChannelWalk<1> it = channels_last_walk(x); it.valid(); it.next()) {
+            const float xv = x.data[it.at_channels_last(x.image_stride, x.c, c)];
+            float gv = dy.data[it.at_channels_last(dy.image_stride, x.c, c)];
+            if (y.data != nullptr) gv = ReluBackwardOp{}(y.data[it.at_channels_last(y.image_stride, x.c, c)], gv);
+            const float xhat = (xv - mean) * inv_std;
+            const double g = static_cast<double>(gv);
+            s_dy += g;
+            s_dy_xhat += g * static_cast<double>(xhat);
+        }
+    }
+    s_dy = rows_sum(s_dy, shared);
+    s_dy_xhat = rows_sum(s_dy_xhat, shared);
+    if (threadIdx.x < channels_last_lanes && c < x.c) {
+        const std::uint64_t cs = std::uint64_t{x.c} * gridDim.x;
+        partials[std::uint64_t{c} * gridDim.x + blockIdx.x] = s_dy;
+        partials[cs + std::uint64_t{c} * gridDim.x + blockIdx.x] = s_dy_xhat;
+    }
+}
+
+// One thread per channel: mean_dy and mean_dy_xhat (means[c], means[C + c])
+// from the partials, in slice order; with `sums`, the weight gradient too.
+__global__ void channels_last_backward_means(std::uint32_t channels, std::uint32_t slices, double count,
+                                             const double* partials, float* means, BatchNormSums sums) {
+    const std::uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= channels) return;
+    const std::uint64_t cs = std::uint64_t{channels} * slices;
+    const double sum_dy = ordered_sum(partials + std::uint64_t{c} * slices, slices);
+    const double sum_dy_xhat = ordered_sum(partials + cs + std::uint64_t{c} * slices, slices);
+    means[c] = static_cast<float>(sum_dy / count);
+    means[channels + c] = static_cast<float>(sum_dy_xhat / count);
+    if (sums.dgamma != nullptr) {
+        sums.dbeta[c] = static_cast<float>(sum_dy);
+        sums.dgamma[c] = static_cast<float>(sum_dy_xhat);
+    }
+}
+
+template <int V>
+__global__ void channels_last_dx(ChannelsLastBackward a, UnitGrid g, ConstDeviceImages x, ConstDeviceImages dy,
+                                 ConstDeviceImages y, DeviceImages dx) {
+    for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads())
+        batch_norm_dx_unit<V>(a, g, x, dy, y, dx, u);
 }
 
 __global__ void batch_norm_weight_gradients(std::uint32_t channels, std::uint32_t slices, const double* partials,
@@ -535,14 +653,49 @@ std::uint32_t channel_slices(std::uint32_t images, std::uint32_t h, std::uint32_
     return static_cast<std::uint32_t>(s < 1 ? 1 : (s > 64 ? 64 : s));
 }
 
-std::size_t channel_reduction_scratch_bytes(std::uint32_t images, std::uint32_t c, std::uint32_t h, std::uint32_t w) {
+std::size_t channel_reduction_scratch_bytes(std::uint32_t images, std::uint32_t c, std::uint32_t h, std::uint32_t w,
+                                            bool channels_last) {
+    if (channels_last)  // the partials, then backward's two means per channel in float
+        return 2 * std::size_t{c} * channels_last_slices(images, c, h, w) * sizeof(double) +
+               2 * std::size_t{c} * sizeof(float);
     return 2 * std::size_t{c} * channel_slices(images, h, w) * sizeof(double);
 }
+
+namespace {
+
+// Elementwise units over NHWC views: 4 channels of a pixel when the
+// channel count and every view allow 16-byte units.
+UnitLaunch channels_last_launch(ConstDeviceImages x, std::initializer_list<ConstDeviceImages> views) {
+    const int v = x.c % 4 == 0 ? vector_width(x.image_elements(), views) : 1;
+    return {unit_grid(x.images, x.image_elements(), v, contiguous(views)), v};
+}
+
+cudaError_t channels_last_forward(const BatchNormArgs& a, ConstDeviceImages x, const float* gamma, const float* beta,
+                                  DeviceImages y, float* saved_mean, float* saved_inv_std, float* running_mean,
+                                  float* running_var, double* scratch, cudaStream_t stream) {
+    const std::uint32_t s = channels_last_slices(x.images, x.c, x.h, x.w);
+    double* sums = scratch;
+    double* squares = scratch + std::size_t{x.c} * s;
+    channels_last_moments_partials<<<dim3(s, channels_last_groups(x.c)), threads, 0, stream>>>(x, sums, squares);
+    channels_last_statistics<<<(x.c + 127) / 128, 128, 0, stream>>>(a, x, s, sums, squares, saved_mean,
+                                                                   saved_inv_std, running_mean, running_var);
+    const UnitLaunch l = channels_last_launch(x, {x, y});
+    const ChannelsLastNormalize n{saved_mean, saved_inv_std, gamma, beta, a.relu};
+    with_width(l.width, [&](auto w) {
+        channels_last_normalize<decltype(w)::value><<<blocks_for(l.grid.units), threads, 0, stream>>>(n, l.grid, x, y);
+    });
+    return launched();
+}
+
+}  // namespace
 
 cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages x, const float* gamma,
                                       const float* beta, DeviceImages y, float* saved_mean, float* saved_inv_std,
                                       float* running_mean, float* running_var, double* scratch, cudaStream_t stream) {
     if (x.images == 0 || x.c == 0) return cudaSuccess;
+    if (a.channels_last)
+        return channels_last_forward(a, x, gamma, beta, y, saved_mean, saved_inv_std, running_mean, running_var,
+                                     scratch, stream);
     const std::uint32_t s = channel_slices(x.images, x.h, x.w);
     const dim3 grid(s, x.c);
     double* sums = scratch;
@@ -559,9 +712,23 @@ cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages 
 cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                             const float* gamma, const float* saved_mean, const float* saved_inv_std,
                                             BatchNormSums sums, DeviceImages dx, double* scratch,
-                                            cudaStream_t stream) {
+                                            cudaStream_t stream, bool channels_last) {
     if (x.images == 0 || x.c == 0) return cudaSuccess;
     if ((sums.dgamma == nullptr) != (sums.dbeta == nullptr) || scratch == nullptr) return cudaErrorInvalidValue;
+    if (channels_last) {
+        const std::uint32_t s = channels_last_slices(x.images, x.c, x.h, x.w);
+        channels_last_backward_partials<<<dim3(s, channels_last_groups(x.c)), threads, 0, stream>>>(
+            x, dy, y, saved_mean, saved_inv_std, scratch);
+        auto* means = reinterpret_cast<float*>(scratch + 2 * std::size_t{x.c} * s);
+        const double count = static_cast<double>(x.images) * static_cast<double>(std::uint64_t{x.h} * x.w);
+        channels_last_backward_means<<<(x.c + 127) / 128, 128, 0, stream>>>(x.c, s, count, scratch, means, sums);
+        const UnitLaunch l = channels_last_launch(x, {x, dy, y, dx});
+        const ChannelsLastBackward b{gamma, saved_mean, saved_inv_std, means, means + x.c};
+        with_width(l.width, [&](auto w) {
+            channels_last_dx<decltype(w)::value><<<blocks_for(l.grid.units), threads, 0, stream>>>(b, l.grid, x, dy, y, dx);
+        });
+        return launched();
+    }
     const dim3 grid(channel_slices(x.images, x.h, x.w), x.c);
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
     // The sums walk with the width backward_weight's walk has (it reads the
@@ -579,8 +746,16 @@ cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImag
 
 cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                               const float* saved_mean, const float* saved_inv_std, float* dgamma,
-                                              float* dbeta, double* scratch, cudaStream_t stream) {
+                                              float* dbeta, double* scratch, cudaStream_t stream,
+                                              bool channels_last) {
     if (x.images == 0 || x.c == 0) return cudaSuccess;
+    if (channels_last) {
+        const std::uint32_t s = channels_last_slices(x.images, x.c, x.h, x.w);
+        channels_last_backward_partials<<<dim3(s, channels_last_groups(x.c)), threads, 0, stream>>>(
+            x, dy, y, saved_mean, saved_inv_std, scratch);
+        batch_norm_weight_gradients<<<(x.c + 127) / 128, 128, 0, stream>>>(x.c, s, scratch, dgamma, dbeta);
+        return launched();
+    }
     const std::uint32_t s = channel_slices(x.images, x.h, x.w);
     with_width(channel_vector_width(std::uint64_t{x.h} * x.w, {x, dy, y}), [&](auto w) {
         constexpr int V = decltype(w)::value;

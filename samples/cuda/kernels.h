@@ -7,7 +7,7 @@
 // Views are NCHW float tensors in device memory, `images` images from
 // `data` on (the first image of the range a body works on), `image_stride`
 // floats apart: a channel slice of a concat buffer has a larger stride.
-// The pools also take NHWC views (PoolArgs::channels_last).
+// The pools and batch norm also take NHWC views (channels_last).
 // Kernels that need the global image index (dropout masks, labels, data)
 // take `first_image`. Where a kernel does what the reference CPU layer does
 // with the same float operations in the same order, it gives the same bits
@@ -104,12 +104,22 @@ cudaError_t launch_pool_backward(const PoolArgs& p, ConstDeviceImages x, ConstDe
 // only, so every run and every lane gives the same bits.
 std::uint32_t channel_slices(std::uint32_t images, std::uint32_t h, std::uint32_t w);
 // Scratch (bytes) the batch-norm and bias-gradient launches need.
-std::size_t channel_reduction_scratch_bytes(std::uint32_t images, std::uint32_t c, std::uint32_t h, std::uint32_t w);
+std::size_t channel_reduction_scratch_bytes(std::uint32_t images, std::uint32_t c, std::uint32_t h, std::uint32_t w,
+                                            bool channels_last = false);
 
+// Batch norm over NHWC views (channels_last): the same statistics and
+// expressions, computed as (1) partial sums per pixel slice and channel,
+// a warp reading 32 adjacent channels of a pixel (kernel_bodies.hpp,
+// channels_last_lanes), (2) one thread per channel adding them in slice
+// order, (3) an elementwise pass over 4 channels of a pixel at a time.
+// The partition depends on the shape only, so every run and every lane
+// gives the same bits; they need not be the NCHW kernels' bits (another
+// order of the double sums).
 struct BatchNormArgs {
     float epsilon = 1e-5f;
     float momentum = 0.1f;
     bool relu = false;  // a fused ReLU on y
+    bool channels_last = false;
 };
 cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages x, const float* gamma,
                                       const float* beta, DeviceImages y, float* saved_mean, float* saved_inv_std,
@@ -126,10 +136,12 @@ struct BatchNormSums {
 // them per block, and its first block of each channel writes `sums`.
 cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                             const float* gamma, const float* saved_mean, const float* saved_inv_std,
-                                            BatchNormSums sums, DeviceImages dx, double* scratch, cudaStream_t stream);
+                                            BatchNormSums sums, DeviceImages dx, double* scratch, cudaStream_t stream,
+                                            bool channels_last = false);
 cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                               const float* saved_mean, const float* saved_inv_std, float* dgamma,
-                                              float* dbeta, double* scratch, cudaStream_t stream);
+                                              float* dbeta, double* scratch, cudaStream_t stream,
+                                              bool channels_last = false);
 // db[c] = sum of dy over images and pixels (a convolution's bias gradient).
 cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch, cudaStream_t stream);
 // db[o] = sum over images of dy[n, o], in image order (a fully connected layer's bias gradient).

@@ -535,15 +535,29 @@ void relu_backward_data(CudaLane& lane, const Relu& layer, ConstDeviceView y, Co
                  "relu backward data");
 }
 
-std::size_t batch_norm_scratch_bytes(const BatchNorm2d& layer) {
-    return channel_reduction_scratch_bytes(layer.in.n, layer.in.c, layer.in.h, layer.in.w);
+std::size_t batch_norm_scratch_bytes(const BatchNorm2d& layer, TensorLayout layout) {
+    return channel_reduction_scratch_bytes(layer.in.n, layer.in.c, layer.in.h, layer.in.w,
+                                           layout == TensorLayout::nhwc);
 }
+
+namespace {
+
+// NHWC views must be whole images: x, and `other` unless it is empty (no fused ReLU's y).
+void check_batch_norm_views(TensorLayout layout, const BatchNorm2d& layer, const std::string& who, const ConstDeviceView& x,
+                            const ConstDeviceView& other) {
+    const std::uint64_t e = layer.in.image_elements();
+    check_whole_images(layout, who, e, x.image_stride, e, other.data != nullptr ? other.image_stride : e);
+}
+
+}  // namespace
 
 void batch_norm_forward_training(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, const float* gamma,
                                  const float* beta, DeviceView y, float* saved_mean, float* saved_inv_std,
-                                 float* running_mean, float* running_var) {
-    double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer));
-    const BatchNormArgs args{layer.config.epsilon, layer.config.momentum, layer.config.relu};
+                                 float* running_mean, float* running_var, TensorLayout layout) {
+    check_batch_norm_views(layout, layer, "batch norm forward", x, y);
+    double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer, layout));
+    const BatchNormArgs args{layer.config.epsilon, layer.config.momentum, layer.config.relu,
+                             layout == TensorLayout::nhwc};
     const ImageRange all = whole_batch(layer.in);
     check_launch(launch_batch_norm_forward(args, images_of(x, all), gamma, beta, images_of(y, all), saved_mean,
                                            saved_inv_std, running_mean, running_var, scratch, lane.stream),
@@ -563,25 +577,31 @@ ConstDeviceImages relu_mask(const BatchNorm2d& layer, const ConstDeviceView& y, 
 
 void batch_norm_backward_data(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
                               const float* gamma, const float* saved_mean, const float* saved_inv_std, DeviceView dx,
-                              ConstDeviceView y, float* dgamma, float* dbeta) {
+                              ConstDeviceView y, float* dgamma, float* dbeta, TensorLayout layout) {
     check_shared_sums(layer, dgamma, dbeta);
+    check_batch_norm_views(layout, layer, "batch norm backward data", x, dy);
+    check_batch_norm_views(layout, layer, "batch norm backward data", dx, y);
     const BatchNormSums sums = layer.config.share_sums ? BatchNormSums{dgamma, dbeta} : BatchNormSums{};
-    double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer));
+    double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer, layout));
     const ImageRange all = whole_batch(layer.in);
     check_launch(launch_batch_norm_backward_data(images_of(x, all), images_of(dy, all),
                                                  relu_mask(layer, y, "batch norm backward data"), gamma, saved_mean,
-                                                 saved_inv_std, sums, images_of(dx, all), scratch, lane.stream),
+                                                 saved_inv_std, sums, images_of(dx, all), scratch, lane.stream,
+                                                 layout == TensorLayout::nhwc),
                  "batch norm backward data");
 }
 
 void batch_norm_backward_weight(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
                                 const float* saved_mean, const float* saved_inv_std, float* dgamma, float* dbeta,
-                                ConstDeviceView y) {
-    double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer));
+                                ConstDeviceView y, TensorLayout layout) {
+    check_batch_norm_views(layout, layer, "batch norm backward weight", x, dy);
+    check_batch_norm_views(layout, layer, "batch norm backward weight", x, y);
+    double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer, layout));
     const ImageRange all = whole_batch(layer.in);
     check_launch(launch_batch_norm_backward_weight(images_of(x, all), images_of(dy, all),
                                                    relu_mask(layer, y, "batch norm backward weight"), saved_mean,
-                                                   saved_inv_std, dgamma, dbeta, scratch, lane.stream),
+                                                   saved_inv_std, dgamma, dbeta, scratch, lane.stream,
+                                                   layout == TensorLayout::nhwc),
                  "batch norm backward weight");
 }
 
@@ -630,7 +650,7 @@ std::string CudaBatchNorm::layout_conflict(std::uint64_t x_stride, std::uint64_t
 }
 
 CudaBatchNorm::CudaBatchNorm(std::string name, const BatchNorm2d& layer, const LayerOptions& options)
-    : name_(std::move(name)), layer_(layer), options_(options) {
+    : name_(std::move(name)), layer_(layer), options_(options), tensors_(options.layout) {
     if (options_.batch_norm == BatchNormKernels::cudnn) {
         as_int(layer_.in.c, "batch norm '" + name_ + "'", "channel count");
         channels_ = channel_descriptor(layer_.in.c);
@@ -642,7 +662,7 @@ CudaBatchNorm::CudaBatchNorm(std::string name, const BatchNorm2d& layer, const L
 }
 
 std::size_t CudaBatchNorm::scratch_bytes() const {
-    const std::size_t reduction = batch_norm_scratch_bytes(layer_);
+    const std::size_t reduction = batch_norm_scratch_bytes(layer_, options_.layout);
     if (options_.batch_norm != BatchNormKernels::cudnn) return reduction;
     return std::max(reduction, 2 * std::size_t{layer_.in.c} * sizeof(float));  // dropped dgamma and dbeta
 }
@@ -674,6 +694,8 @@ void CudaBatchNorm::decline(int pass, const std::string& why) {
 void CudaBatchNorm::forward_training(CudaLane& lane, ConstDeviceView x, const float* gamma, const float* beta,
                                      DeviceView y, float* saved_mean, float* saved_inv_std, float* running_mean,
                                      float* running_var) {
+    const std::string who = "batch norm '" + name_ + "' forward";
+    check_batch_norm_views(options_.layout, layer_, who, x, y);
     if (use_cudnn(bn_forward)) {
         const Shape4 s = image_shape(layer_.in);
         const cudnnStatus_t status = cudnnBatchNormalizationForwardTraining(
@@ -691,12 +713,15 @@ void CudaBatchNorm::forward_training(CudaLane& lane, ConstDeviceView x, const fl
         }
     }
     batch_norm_forward_training(lane, layer_, x, gamma, beta, y, saved_mean, saved_inv_std, running_mean,
-                                running_var);
+                                running_var, options_.layout);
 }
 
 void CudaBatchNorm::backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView dy, const float* gamma,
                                   const float* saved_mean, const float* saved_inv_std, DeviceView dx,
                                   ConstDeviceView y, float* dgamma, float* dbeta) {
+    const std::string who = "batch norm '" + name_ + "' backward data";
+    check_batch_norm_views(options_.layout, layer_, who, x, dy);
+    check_batch_norm_views(options_.layout, layer_, who, dx, y);
     if (use_cudnn(bn_backward_data)) {
         check_shared_sums(layer_, dgamma, dbeta);
         const ConstDeviceImages mask = relu_mask(layer_, y, "batch norm backward data");
@@ -728,12 +753,13 @@ void CudaBatchNorm::backward_data(CudaLane& lane, ConstDeviceView x, ConstDevice
         }
         if (!layer_.config.share_sums) dgamma = dbeta = nullptr;
     }
-    batch_norm_backward_data(lane, layer_, x, dy, gamma, saved_mean, saved_inv_std, dx, y, dgamma, dbeta);
+    batch_norm_backward_data(lane, layer_, x, dy, gamma, saved_mean, saved_inv_std, dx, y, dgamma, dbeta,
+                             options_.layout);
 }
 
 void CudaBatchNorm::backward_weight(CudaLane& lane, ConstDeviceView x, ConstDeviceView dy, const float* saved_mean,
                                     const float* saved_inv_std, float* dgamma, float* dbeta, ConstDeviceView y) {
-    batch_norm_backward_weight(lane, layer_, x, dy, saved_mean, saved_inv_std, dgamma, dbeta, y);
+    batch_norm_backward_weight(lane, layer_, x, dy, saved_mean, saved_inv_std, dgamma, dbeta, y, options_.layout);
 }
 
 namespace {

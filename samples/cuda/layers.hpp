@@ -206,17 +206,19 @@ void relu_backward_data(CudaLane& lane, const Relu& layer, ConstDeviceView y, Co
                         ImageRange images);
 
 // Lane scratch the batch-norm passes take.
-std::size_t batch_norm_scratch_bytes(const BatchNorm2d& layer);
+std::size_t batch_norm_scratch_bytes(const BatchNorm2d& layer, TensorLayout layout = TensorLayout::nchw);
+// Views in `layout`; NHWC ones must be whole images (check_whole_images).
 void batch_norm_forward_training(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, const float* gamma,
                                  const float* beta, DeviceView y, float* saved_mean, float* saved_inv_std,
-                                 float* running_mean, float* running_var);
+                                 float* running_mean, float* running_var, TensorLayout layout = TensorLayout::nchw);
 // y: the layer's output, read for a fused ReLU's mask (layer.config.relu); empty without.
 void batch_norm_backward_data(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
                               const float* gamma, const float* saved_mean, const float* saved_inv_std, DeviceView dx,
-                              ConstDeviceView y = {}, float* dgamma = nullptr, float* dbeta = nullptr);
+                              ConstDeviceView y = {}, float* dgamma = nullptr, float* dbeta = nullptr,
+                              TensorLayout layout = TensorLayout::nchw);
 void batch_norm_backward_weight(CudaLane& lane, const BatchNorm2d& layer, ConstDeviceView x, ConstDeviceView dy,
                                 const float* saved_mean, const float* saved_inv_std, float* dgamma, float* dbeta,
-                                ConstDeviceView y = {});
+                                ConstDeviceView y = {}, TensorLayout layout = TensorLayout::nchw);
 
 // A batch-norm layer on the kernels LayerOptions::batch_norm names. With
 // own, the functions above. With cudnn:

@@ -18,10 +18,12 @@
 #include "cuda/conv_engines.hpp"
 #include "cuda/layers.hpp"
 #include "gpu_samples_util.hpp"
+#include "nn/batch_norm.hpp"
 #include "nn/pool.hpp"
 
 using namespace braid::samples::cuda;
 using braid::samples::Conv2d;
+using braid::samples::BatchNorm2d;
 using braid::samples::Pool2d;
 
 namespace {
@@ -129,7 +131,7 @@ TEST_CASE("NHWC convolutions refuse a bias (the own bias kernels are NCHW), nami
                          doctest::Contains("convolution 'stem.conv': NHWC activations with a bias"), braid::Error);
 }
 
-TEST_CASE("NHWC pools and convolutions take whole images only: a channel slice's stride is refused, naming the layer") {
+TEST_CASE("NHWC pools, batch norms and convolutions take whole images only: a channel slice's stride is refused, naming the layer") {
     // NCHW: any image stride (a concat slice's is wider than its image).
     CHECK_NOTHROW(check_whole_images(TensorLayout::nchw, "pooling 'p' forward", 64, 192, 16, 48));
     CHECK_NOTHROW(check_whole_images(TensorLayout::nhwc, "pooling 'p' forward", 64, 64, 16, 16));
@@ -139,6 +141,13 @@ TEST_CASE("NHWC pools and convolutions take whole images only: a channel slice's
                                            "and 16 floats)"),
                          braid::Error);
     CHECK_THROWS_AS(check_whole_images(TensorLayout::nhwc, "x", 64, 192, 16, 16), braid::Error);
+
+    // Batch norm's own NHWC reductions take their own scratch: partials per pixel slice, two means per channel.
+    LayerOptions o;
+    o.layout = TensorLayout::nhwc;
+    const BatchNorm2d norm({32, 256, 56, 56}, {});
+    CHECK(CudaBatchNorm("bn", norm, o).scratch_bytes() == channel_reduction_scratch_bytes(32, 256, 56, 56, true));
+    CHECK(CudaBatchNorm("bn", norm, {}).scratch_bytes() == channel_reduction_scratch_bytes(32, 256, 56, 56));
 
     const Pool2d pool({2, 8, 9, 9}, {.kernel = 3, .stride = 2, .pad = 1});
     CHECK_FALSE(pool_args(pool).channels_last);

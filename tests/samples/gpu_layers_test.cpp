@@ -526,6 +526,95 @@ TEST_CASE("batch norm (own kernels): statistics, running averages, backward data
     check_bitwise(grvar2.host(), grvar.host(), "running variance, second run");
 }
 
+TEST_CASE("batch norm over NHWC views (own kernels and cuDNN's): the reference's results, transposed; shared sums; run to run the same bits") {
+    TestLane lane;
+    // Channel counts under, at and over a warp's 32 lanes; odd ones take
+    // one float a step, multiples of 4 take 16 bytes.
+    for (const Shape4 in : {Shape4{4, 3, 5, 5}, Shape4{2, 40, 6, 6}, Shape4{3, 64, 4, 4}, Shape4{2, 33, 1, 1}})
+        for (const bool relu : {false, true})
+            for (const cuda::BatchNormKernels kernels : {cuda::BatchNormKernels::own, cuda::BatchNormKernels::cudnn}) {
+                CAPTURE(to_string(in));
+                CAPTURE(relu);
+                CAPTURE(to_string(kernels));
+                const std::uint32_t c = in.c;
+                const BatchNorm2d layer(in, {.relu = relu, .share_sums = true});
+                const auto x = random_values<double>(in.elements(), 61, -2.0, 3.0);
+                const auto gamma = random_values<double>(c, 62, 0.5, 1.5);
+                const auto beta = random_values<double>(c, 63);
+                const auto dy = random_values<double>(in.elements(), 64);
+                std::vector<double> y(in.elements()), mean(c), inv_std(c), rmean(c, 0.25), rvar(c, 1.5),
+                    dx(in.elements()), dgamma(c), dbeta(c);
+                batch_norm_forward_training<double>(layer, cv(x, in), gamma.data(), beta.data(), mv(y, in), mean.data(),
+                                                    inv_std.data(), rmean.data(), rvar.data());
+                batch_norm_backward_data<double>(layer, cv(x, in), cv(dy, in), gamma.data(), mean.data(), inv_std.data(),
+                                                 mv(dx, in), cv(y, in), dgamma.data(), dbeta.data());
+
+                cuda::LayerOptions o = exact_options();
+                o.layout = cuda::TensorLayout::nhwc;
+                o.batch_norm = kernels;
+                cuda::CudaBatchNorm bn("bn.nhwc", layer, o);
+                const DeviceVector<float> gx(to_float(transposed(x, in, true))), ggamma(to_float(gamma)),
+                    gbeta(to_float(beta)), gdy(to_float(transposed(dy, in, true)));
+                const auto run = [&](std::vector<float>& y_out, std::vector<float>& dx_out, std::vector<float>& stats) {
+                    DeviceVector<float> gy(in.elements()), gmean(c), ginv(c), grmean(c, 0.25f), grvar(c, 1.5f),
+                        gdx(in.elements()), gdgamma(c), gdbeta(c);
+                    bn.forward_training(lane(), gx.view(in), ggamma.get(), gbeta.get(), gy.view(in), gmean.get(),
+                                        ginv.get(), grmean.get(), grvar.get());
+                    bn.backward_data(lane(), gx.view(in), gdy.view(in), ggamma.get(), gmean.get(), ginv.get(),
+                                     gdx.view(in), gy.view(in), gdgamma.get(), gdbeta.get());
+                    y_out = transposed(gy.host(), in, false);
+                    dx_out = transposed(gdx.host(), in, false);
+                    stats.clear();
+                    for (const DeviceVector<float>* v : {&gmean, &ginv, &grmean, &grvar, &gdgamma, &gdbeta})
+                        for (const float f : v->host()) stats.push_back(f);
+                };
+                std::vector<float> gy, gdx, stats, gy2, gdx2, stats2;
+                run(gy, gdx, stats);
+                const auto part = [&](std::size_t k) {
+                    return std::vector<float>(stats.begin() + static_cast<std::ptrdiff_t>(k * c),
+                                              stats.begin() + static_cast<std::ptrdiff_t>((k + 1) * c));
+                };
+                check_close(part(0), mean, reduction_tol, "NHWC saved mean");
+                check_close(part(1), inv_std, reduction_tol, "NHWC saved 1/std");
+                check_close(part(2), rmean, reduction_tol, "NHWC running mean");
+                check_close(part(3), rvar, reduction_tol, "NHWC running variance");
+                check_close(gy, y, reduction_tol, "NHWC batch norm forward");
+                check_close(gdx, dx, library_tol, "NHWC batch norm backward data");
+                check_close(part(4), dgamma, library_tol, "NHWC dgamma (shared sums)");
+                check_close(part(5), dbeta, library_tol, "NHWC dbeta (shared sums)");
+                run(gy2, gdx2, stats2);
+                check_bitwise(gy2, gy, "NHWC batch norm forward, second run");
+                check_bitwise(gdx2, gdx, "NHWC batch norm backward data, second run");
+                check_bitwise(stats2, stats, "NHWC statistics and weight gradient, second run");
+                // The weight gradient alone (own kernels always) gives the shared sums' bits.
+                DeviceVector<float> gmean(part(0)), ginv(part(1)), gyv(transposed(gy, in, true)), wg(c), wb(c);
+                bn.backward_weight(lane(), gx.view(in), gdy.view(in), gmean.get(), ginv.get(), wg.get(), wb.get(),
+                                   gyv.view(in));
+                if (kernels == cuda::BatchNormKernels::own) {
+                    check_bitwise(wg.host(), part(4), "NHWC dgamma alone = shared");
+                    check_bitwise(wb.host(), part(5), "NHWC dbeta alone = shared");
+                } else {
+                    check_close(wg.host(), dgamma, library_tol, "NHWC dgamma alone");
+                }
+            }
+    // A channel slice has no NHWC view: refused, naming the pass.
+    const BatchNorm2d layer({2, 3, 4, 4}, {});
+    cuda::LayerOptions o = exact_options();
+    o.layout = cuda::TensorLayout::nhwc;
+    const DeviceVector<float> gx(layer.in.elements()), ones(3, 1.0f);
+    DeviceVector<float> gwide(2 * 5 * 16), stats(4 * 3);
+    const TensorView<float> slice{gwide.get() + 16, layer.in, 5 * 16};
+    cuda::CudaBatchNorm bn("bn.nhwc.slice", layer, o);
+    CHECK_THROWS_WITH_AS(bn.forward_training(lane(), gx.view(layer.in), ones.get(), ones.get(), slice, stats.get(),
+                                             stats.get() + 3, stats.get() + 6, stats.get() + 9),
+                         doctest::Contains("batch norm 'bn.nhwc.slice' forward: NHWC activations must be whole tensors"),
+                         braid::Error);
+    CHECK_THROWS_WITH_AS(cuda::batch_norm_forward_training(lane(), layer, gx.view(layer.in), ones.get(), ones.get(),
+                                                           slice, stats.get(), stats.get() + 3, stats.get() + 6,
+                                                           stats.get() + 9, cuda::TensorLayout::nhwc),
+                         doctest::Contains("batch norm forward: NHWC activations must be whole tensors"), braid::Error);
+}
+
 TEST_CASE("batch norm with a fused ReLU gives the bits of batch norm then ReLU (own kernels)") {
     TestLane lane;
     for (const Shape4 in : {Shape4{4, 3, 5, 5}, Shape4{4, 3, 8, 8}}) {  // one float and 16 bytes a step

@@ -409,6 +409,118 @@ TEST_CASE("per-channel walks: every float of a channel once over the slices and 
     CHECK(channel_vector_width(16, {ConstDeviceImages(buffer, 2, 1, 4, 4, 18)}) == 1);
 }
 
+TEST_CASE("batch norm over NHWC views: each channel's lane reads its floats once; the reference's statistics give its bits") {
+    for (const bool relu : {false, true})
+        for (const Shape4 s : {Shape4{3, 5, 7, 7}, Shape4{2, 40, 3, 4}, Shape4{1, 64, 2, 2}, Shape4{4, 8, 5, 5},
+                               Shape4{2, 33, 1, 1}}) {
+            CAPTURE(to_string(s));
+            CAPTURE(relu);
+            const std::uint64_t plane = s.plane_elements(), elements = s.image_elements();
+            const std::uint32_t slices = channels_last_slices(s.n, s.c, s.h, s.w);
+            const std::uint32_t groups = channels_last_groups(s.c);
+            CHECK(groups * channels_last_lanes >= s.c);
+            CHECK(slices >= 1);
+            // The walk, on views with room after each image: every float
+            // once, by the lane of its channel; nothing between images.
+            const std::uint64_t stride = elements + 3;
+            std::vector<int> seen(s.n * stride, 0);
+            bool own_channel = true;
+            for (std::uint32_t slice = 0; slice < slices; ++slice)
+                for (std::uint32_t group = 0; group < groups; ++group)
+                    for (unsigned t = 0; t < channels_last_lanes * channels_last_rows; ++t) {
+                        const std::uint32_t c = group * channels_last_lanes + t % channels_last_lanes;
+                        if (c >= s.c) continue;
+                        for (ChannelWalk<1> it(s.n, plane, slice, slices, t / channels_last_lanes, channels_last_rows);
+                             it.valid(); it.next()) {
+                            const std::uint64_t at = it.at_channels_last(stride, s.c, c);
+                            ++seen[at];
+                            own_channel = own_channel && (at % stride) % s.c == c;
+                        }
+                    }
+            CHECK(own_channel);
+            bool once = true;
+            for (std::uint64_t k = 0; k < seen.size(); ++k) once = once && seen[k] == (k % stride < elements ? 1 : 0);
+            CHECK(once);
+
+            const BatchNorm2d layer(s, {.relu = relu});
+            const auto x = random_floats(s.elements(), 41), dy = random_floats(s.elements(), 42);
+            std::vector<float> gamma = random_floats(s.c, 43), beta = random_floats(s.c, 44);
+            std::vector<float> y(s.elements()), mean(s.c), inv_std(s.c), running_mean(s.c, 0.0f),
+                running_var(s.c, 1.0f), dx(s.elements());
+            const auto cv = [&](const std::vector<float>& v) { return TensorView<const float>::dense(v.data(), s); };
+            batch_norm_forward_training<float>(layer, cv(x), gamma.data(), beta.data(),
+                                               TensorView<float>::dense(y.data(), s), mean.data(), inv_std.data(),
+                                               running_mean.data(), running_var.data());
+            batch_norm_backward_data<float>(layer, cv(x), cv(dy), gamma.data(), mean.data(), inv_std.data(),
+                                            TensorView<float>::dense(dx.data(), s), cv(y));
+
+            const std::vector<float> hx = transposed(x, s, true), hdy = transposed(dy, s, true),
+                                     hy_ref = transposed(y, s, true);
+            // The statistics from the moments' sums (shift: channel c of pixel 0 of image 0).
+            const double count = static_cast<double>(s.n) * static_cast<double>(plane);
+            std::vector<double> sum_dy(s.c, 0.0), sum_dy_xhat(s.c, 0.0);
+            for (std::uint32_t c = 0; c < s.c; ++c) {
+                const double shift = hx[c];
+                double sum = 0.0, squares = 0.0;
+                for (std::uint64_t p = 0; p < s.n * plane; ++p) {
+                    const double d = static_cast<double>(hx[p * s.c + c]) - shift;
+                    sum += d;
+                    squares += d * d;
+                    const float g = relu ? ReluBackwardOp{}(hy_ref[p * s.c + c], hdy[p * s.c + c]) : hdy[p * s.c + c];
+                    sum_dy[c] += g;
+                    sum_dy_xhat[c] += static_cast<double>(g) * static_cast<double>((hx[p * s.c + c] - mean[c]) * inv_std[c]);
+                }
+                const ChannelMoments m = channel_moments(shift, sum, squares, count);
+                CHECK(std::abs(static_cast<float>(m.mean) - mean[c]) <= std::abs(mean[c]) * 1.2e-7f + 1e-12f);
+            }
+            std::vector<float> mean_dy(s.c), mean_dy_xhat(s.c);
+            for (std::uint32_t c = 0; c < s.c; ++c) {
+                mean_dy[c] = static_cast<float>(sum_dy[c] / count);
+                mean_dy_xhat[c] = static_cast<float>(sum_dy_xhat[c] / count);
+            }
+            // The elementwise passes in both widths, one long image or per image.
+            for (const int v : {1, 4}) {
+                if (s.c % static_cast<std::uint32_t>(v) != 0) continue;
+                for (const bool flat : {false, true}) {
+                    CAPTURE(v);
+                    CAPTURE(flat);
+                    const UnitGrid g = unit_grid(s.n, elements, v, flat);
+                    std::vector<float> hy(s.elements(), 7.0f), hdx(s.elements(), 7.0f);
+                    const ConstDeviceImages xv(hx.data(), s.n, s.c, s.h, s.w, elements),
+                        dyv(hdy.data(), s.n, s.c, s.h, s.w, elements);
+                    const DeviceImages yv{hy.data(), s.n, s.c, s.h, s.w, elements},
+                        dxv{hdx.data(), s.n, s.c, s.h, s.w, elements};
+                    const ChannelsLastNormalize n{mean.data(), inv_std.data(), gamma.data(), beta.data(), relu};
+                    const ChannelsLastBackward b{gamma.data(), mean.data(), inv_std.data(), mean_dy.data(),
+                                                 mean_dy_xhat.data()};
+                    const ConstDeviceImages mask = relu ? ConstDeviceImages(yv) : ConstDeviceImages{};
+                    emulate(g.units, [&](std::uint64_t u) {
+                        if (v == 4) batch_norm_normalize_unit<4>(n, g, xv, yv, u);
+                        else batch_norm_normalize_unit<1>(n, g, xv, yv, u);
+                    });
+                    CHECK(same_bits(transposed(hy, s, false), y));
+                    emulate(g.units, [&](std::uint64_t u) {
+                        if (v == 4) batch_norm_dx_unit<4>(b, g, xv, dyv, mask, dxv, u);
+                        else batch_norm_dx_unit<1>(b, g, xv, dyv, mask, dxv, u);
+                    });
+                    const std::vector<float> got = transposed(hdx, s, false);
+                    double worst = 0.0, scale = 0.0;
+                    for (std::size_t k = 0; k < got.size(); ++k) {
+                        worst = std::max(worst, std::abs(static_cast<double>(got[k]) - dx[k]));
+                        scale = std::max(scale, std::abs(static_cast<double>(dx[k])));
+                    }
+                    CHECK(worst <= 1e-6 * scale);
+                }
+            }
+        }
+    // Scratch: the partials of two sums per channel and slice, then two floats per channel.
+    const std::uint32_t s = channels_last_slices(32, 256, 56, 56);
+    CHECK(channel_reduction_scratch_bytes(32, 256, 56, 56, true) ==
+          2 * std::size_t{256} * s * sizeof(double) + 2 * std::size_t{256} * sizeof(float));
+    CHECK(s * channels_last_groups(256) <= 1024 + channels_last_groups(256));
+    CHECK(channels_last_slices(1, 2048, 1, 1) == 1);
+}
+
 TEST_CASE("multi-tensor SGD: every element of every tensor updated once, by the chunk its block owns, as the reference") {
     const SgdConfig config{0.05f, 0.9f, 1e-3f};
     const SgdArgs args{config.learning_rate, config.momentum, config.weight_decay};
