@@ -71,6 +71,7 @@ struct Options {
     std::uint64_t update_bucket_mib = 0;
     std::string conv_api = "legacy";  // cuda::ConvApi by name
     std::string batch_norm = "own";   // cuda::BatchNormKernels by name
+    std::string layout = "nchw";      // cuda::TensorLayout by name
 };
 
 // What every CudaTrainer of the run starts from: the convolution API and the batch-norm kernels.
@@ -78,15 +79,17 @@ CudaRunOptions run_options(const Options& o) {
     CudaRunOptions run;
     run.conv_graph_api = o.conv_api == "graph";
     run.cudnn_batch_norm = o.batch_norm == "cudnn";
+    run.channels_last = o.layout == "nhwc";
     return run;
 }
 
 // The net as keys name it: <net>, <net>_fused, <net>_shared or <net>_fused_shared,
-// then _bucketN, _graphapi and _cudnnbn as those options say.
+// then _bucketN, _graphapi, _cudnnbn and _nhwc as those options say.
 std::string key_name(const Options& o, const std::string& net) {
     return net + (o.fuse_relu ? "_fused" : "") + (o.share_batch_norm_sums ? "_shared" : "") +
            (o.update_bucket_mib > 0 ? "_bucket" + std::to_string(o.update_bucket_mib) : "") +
-           (o.conv_api == "graph" ? "_graphapi" : "") + (o.batch_norm == "cudnn" ? "_cudnnbn" : "");
+           (o.conv_api == "graph" ? "_graphapi" : "") + (o.batch_norm == "cudnn" ? "_cudnnbn" : "") +
+           (o.layout == "nhwc" ? "_nhwc" : "");
 }
 
 // The command line, checked in full before anything asks for a GPU, so a
@@ -131,6 +134,11 @@ void add_options(CLI::App& app, Options& o) {
         ->capture_default_str();
     app.add_option("--batch-norm", o.batch_norm, "batch-norm kernels: the own ones or cuDNN's (keys <net>_cudnnbn)")
         ->check(CLI::IsMember({"own", "cudnn"}))
+        ->capture_default_str();
+    app.add_option("--layout", o.layout,
+                   "activations NCHW, or NHWC with KRSC filters (keys <net>_nhwc; networks without concats, LRN or "
+                   "convolution biases)")
+        ->check(CLI::IsMember({"nchw", "nhwc"}))
         ->capture_default_str();
 }
 
@@ -195,7 +203,7 @@ bool check_bitwise(const Options& o, const TrainingGraph& tg, const braid::Plan&
     return cmp.identical;
 }
 
-// For each setting this run changes (--conv-api graph, --batch-norm cudnn):
+// For each setting this run changes (--conv-api graph, --batch-norm cudnn, --layout nhwc):
 // `plan` replayed without and with it, the run's other settings alike, in
 // alternation (compare_runs). Prints both medians and
 // <prefix>_<tag>_speedup_<name>_graph: (the median without over the median with).
@@ -211,6 +219,7 @@ void print_setting_comparisons(const Options& o, const TrainingGraph& tg, const 
     const Setting settings[] = {
         {o.conv_api == "graph", "graphapi", "legacy_calls", "graph_api", [](CudaRunOptions& r) { r.conv_graph_api = false; }},
         {o.batch_norm == "cudnn", "cudnnbn", "own_bn", "cudnn_bn", [](CudaRunOptions& r) { r.cudnn_batch_norm = false; }},
+        {o.layout == "nhwc", "nhwc", "nchw", "nhwc", [](CudaRunOptions& r) { r.channels_last = false; }},
     };
     for (const Setting& s : settings) {
         if (!s.on) continue;
@@ -332,7 +341,21 @@ int main(int argc, char** argv) {
                  "checked bit for bit (tools/gpu-check runs it)",
                  "bench-gpu-train"};
     add_options(app, o);
-    return gpu_program_main(app, argc, argv, "the GPU training benchmark", [&] {
+    // --layout nhwc: every net must take NHWC activations, said before a GPU is looked for.
+    const auto check = [&] {
+        if (o.layout != "nhwc") return;
+        for (const std::string& net : o.nets) {
+            TrainConfig c;
+            c.model.net = net;
+            c.model.batch = 1;
+            c.model.image = o.image.value_or(default_image(net));
+            c.model.classes = o.classes;
+            c.model.width_scale = o.width_scale;
+            if (const std::string why = channels_last_unfit(build_training_graph(c).network); !why.empty())
+                throw braid::Error("--layout nhwc: net " + net + ": " + why);
+        }
+    };
+    return gpu_program_main(app, argc, argv, "the GPU training benchmark", check, [&] {
         fmt::print("bench-gpu-train: {}\n", cuda_device_description());
         const auto t0 = Clock::now();
         bool ok = true;

@@ -49,6 +49,7 @@
 #include "train/tuning.hpp"
 #include "vocabulary.hpp"
 #if BRAID_SAMPLES_WITH_CUDA
+#include "cuda/cuda_model.hpp"
 #include "cuda/cuda_trainer.hpp"
 #endif
 
@@ -78,6 +79,7 @@ struct Options {
     bool heuristic_algorithms = false;
     std::string conv_api = "legacy";  // cuda: legacy cuDNN calls, graph-API engines, or auto (measured here)
     std::string batch_norm = "own";   // cuda: own kernels, cuDNN's, or auto (measured here)
+    std::string layout = "nchw";      // cuda: NCHW or NHWC activations, or auto (measured here)
     bool strategy_given = false;
     bool tune = false;             // measure braid's best plans here and train with the fastest
     std::uint32_t tune_top = 6;
@@ -98,6 +100,7 @@ CudaRunOptions cuda_run_options(const Options& o) {
     run.heuristic_algorithms = o.heuristic_algorithms;
     run.conv_graph_api = o.conv_api == "graph";
     run.cudnn_batch_norm = o.batch_norm == "cudnn";
+    run.channels_last = o.layout == "nhwc";
     return run;
 }
 #endif
@@ -136,6 +139,10 @@ void validate(Options& o) {
     if (o.backend != "cuda" && (o.conv_api != "legacy" || o.batch_norm != "own"))
         throw UsageError{std::string(o.conv_api != "legacy" ? "--conv-api" : "--batch-norm") +
                          " chooses cuDNN's kernels for --backend cuda; the host backend runs the reference layers"};
+    if (o.backend != "cuda" && o.layout != "nchw")
+        throw UsageError{"--layout " + o.layout +
+                         " lays out the GPU's activations for --backend cuda; the host backend runs the reference "
+                         "layers on NCHW"};
     if (o.dry_run && (o.tune || !o.profile_out.empty()))
         throw UsageError{std::string("--dry-run only makes and checks the plan; ") +
                          (o.tune ? "--tune measures plans" : "--profile-out runs the step on the GPU") +
@@ -234,6 +241,7 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
                                 o.heuristic_algorithms ? "heuristics" : "cudnnFind",
                                 o.conv_api == "graph" ? ", convolutions on graph-API engines" : "",
                                 o.batch_norm == "cudnn" ? ", cuDNN batch norm" : "");
+    if (o.backend == "cuda" && o.layout == "nhwc") settings += ", NHWC activations";
     TuningRequest request;
     request.top = o.tune_top;
     request.budget_s = o.tune_budget_s;
@@ -355,7 +363,7 @@ TrainingGraph make_training_graph(const Options& o, std::string& label) {
 }
 
 #if BRAID_SAMPLES_WITH_CUDA
-// --conv-api auto, --batch-norm auto: the serial plan replayed on this GPU
+// --conv-api auto, --batch-norm auto, --layout auto: the serial plan replayed on this GPU
 // with `base` and with `variant` (one setting changed), in alternation;
 // true when the variant's paired median is faster by more than tuning's
 // equivalence margin.
@@ -373,7 +381,7 @@ bool measure_variant(const TrainingGraph& tg, const std::string& device, const C
     return faster;
 }
 
-// Settles --conv-api auto and then --batch-norm auto by measure_variant;
+// Settles --conv-api auto, then --batch-norm auto, then --layout auto by measure_variant;
 // while one is measured, a later one still auto counts as its first value.
 void settle_auto_settings(Options& o, const TrainingGraph& tg, const std::string& device) {
     struct AutoSetting {
@@ -383,11 +391,13 @@ void settle_auto_settings(Options& o, const TrainingGraph& tg, const std::string
         const char* what;
         std::array<const char*, 2> names;   // of the two values, for the messages
     };
-    static const std::array<AutoSetting, 2> settings{{
+    static const std::array<AutoSetting, 3> settings{{
         {&Options::conv_api, &CudaRunOptions::conv_graph_api, {"legacy", "graph"}, "conv API",
          {"legacy calls", "graph-API engines"}},
         {&Options::batch_norm, &CudaRunOptions::cudnn_batch_norm, {"own", "cudnn"}, "batch norm",
          {"own kernels", "cuDNN's kernels"}},
+        {&Options::layout, &CudaRunOptions::channels_last, {"nchw", "nhwc"}, "layout",
+         {"NCHW activations", "NHWC activations"}},
     }};
     for (std::size_t i = 0; i < settings.size(); ++i) {
         const AutoSetting& s = settings[i];
@@ -406,6 +416,14 @@ void settle_auto_settings(Options& o, const TrainingGraph& tg, const std::string
 int train(Options o) {
     std::string label;
     const TrainingGraph tg = make_training_graph(o, label);
+#if BRAID_SAMPLES_WITH_CUDA
+    if (o.layout != "nchw")
+        if (const std::string why = channels_last_unfit(tg.network); !why.empty()) {
+            if (o.layout == "nhwc") throw UsageError{"--layout nhwc: " + why + "; give --layout nchw"};
+            fmt::print("layout: NCHW activations ({})\n", why);  // auto
+            o.layout = "nchw";
+        }
+#endif
 
     if (o.summary) {
         const braid::DeviceSpec device = braid::load_device(o.device);
@@ -615,6 +633,11 @@ int main(int argc, char** argv) {
                    "cuda: batch norm on the own kernels, on cuDNN's, or auto: the faster of the two on this GPU, "
                    "measured first (docs/samples.md)")
         ->check(CLI::IsMember({"own", "cudnn", "auto"}))
+        ->capture_default_str();
+    app.add_option("--layout", o.layout,
+                   "cuda: activations NCHW, or NHWC with KRSC filters (networks without concats, LRN or convolution "
+                   "biases), or auto: the faster of the two on this GPU, measured first (docs/samples.md)")
+        ->check(CLI::IsMember({"nchw", "nhwc", "auto"}))
         ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     o.net_given = net->count() > 0;

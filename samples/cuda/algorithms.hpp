@@ -32,12 +32,12 @@ std::string_view to_string(ConvApi a) noexcept;
 enum class BatchNormKernels : std::uint8_t { own, cudnn };
 std::string_view to_string(BatchNormKernels k) noexcept;
 
-// How a convolution's activations lie in memory: NCHW (every layer's
-// layout) or NHWC, channels last, where cuDNN's Hopper tensor-core engines
-// work without transposing. So far CudaConv (without a bias), CudaPool
-// and CudaBatchNorm take NHWC, over whole (dense) tensors: bench-gpu-conv
-// measures what it is worth before the other layers learn it; the
-// trainers keep NCHW.
+// How activations lie in memory: NCHW (the default) or NHWC, channels
+// last, where cuDNN's Hopper tensor-core engines work without
+// transposing. CudaConv (without a bias), CudaPool and CudaBatchNorm take
+// NHWC over whole (dense) tensors, the elementwise layers any layout; a
+// CudaModel in NHWC runs networks channels_last_unfit accepts (the
+// ResNets).
 enum class TensorLayout : std::uint8_t { nchw, nhwc };
 std::string_view to_string(TensorLayout l) noexcept;
 
@@ -73,7 +73,7 @@ struct LayerOptions {
     // (each finalizes a plan, which may compile a kernel at run time).
     std::uint32_t engine_trials = 6;
     BatchNormKernels batch_norm = BatchNormKernels::own;
-    TensorLayout layout = TensorLayout::nchw;  // convolutions, pools and batch norms only (see TensorLayout)
+    TensorLayout layout = TensorLayout::nchw;  // see TensorLayout
 };
 
 enum class ConvPass : std::uint8_t { forward, backward_data, backward_filter };

@@ -13,9 +13,47 @@ namespace {
 
 void synchronize() { braid::cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
+// Filter shape of a convolution: K images of C/groups x R x S.
+Shape4 filter_shape(const Conv2d& c) {
+    return {c.config.out_channels, c.in.c / c.config.groups, c.config.kernel.h, c.config.kernel.w};
+}
+
 }  // namespace
 
+std::string channels_last_unfit(const Network& net) {
+    for (const LayerNode& node : net.layers()) {
+        const std::string why = std::visit(
+            Overloaded{
+                [](const Conv2d& c) -> std::string {
+                    return c.config.bias ? "has a bias (the own bias kernels are NCHW)" : "";
+                },
+                [](const Concat&) -> std::string {
+                    return "writes its inputs' channel slices of one buffer, which an NHWC view cannot be";
+                },
+                [](const Lrn&) -> std::string { return "runs cuDNN's cross-channel LRN, on NCHW views here"; },
+                [](const FullyConnected& f) -> std::string {
+                    return f.in.plane_elements() > 1 ? "flattens " + image_shape_string(f.in) +
+                                                           " images in NCHW order (its weights' columns)"
+                                                     : "";
+                },
+                [](const Dropout& d) -> std::string {
+                    return d.in.plane_elements() > 1 ? "draws its mask over " + image_shape_string(d.in) +
+                                                           " images in NCHW order"
+                                                     : "";
+                },
+                [](const auto&) -> std::string { return ""; },
+            },
+            node.spec);
+        if (!why.empty())
+            return std::string(to_string(kind_of(node.spec))) + " '" + node.name + "' " + why;
+    }
+    return "";
+}
+
 CudaModel::CudaModel(const TrainingGraph& graph, CudaModelOptions options) : graph_(graph), options_(options) {
+    if (options_.layers.layout == cuda::TensorLayout::nhwc)
+        if (const std::string why = channels_last_unfit(graph_.network); !why.empty())
+            throw braid::Error("NHWC activations: " + why + "; run this network in NCHW");
     const auto buffers = graph_.graph.buffers();
     roots_.resize(buffers.size());
     for (const braid::Buffer& b : buffers)
@@ -74,9 +112,12 @@ void CudaModel::initialize() {
         const LayerSpec& spec = graph_.network.layer(l).spec;
         const LayerBuffers& lb = graph_.layers[l];
         const std::vector<ParamSpec> params = parameters_of(spec);
+        const auto* conv = std::get_if<Conv2d>(&spec);
         for (std::size_t i = 0; i < params.size(); ++i, ++ordinal) {
             host.resize(params[i].elements());
             fill_initial_parameter(params[i], graph_.seed, ordinal, host.data());
+            if (conv != nullptr && i == 0 && options_.layers.layout == cuda::TensorLayout::nhwc)
+                host = transposed(std::span<const float>(host), filter_shape(*conv), true);
             upload(lb.params[i], host.data(), host.size() * sizeof(float));
         }
         const std::vector<AuxBufferSpec> aux = aux_buffers_of(spec);
@@ -160,12 +201,13 @@ CudaBody CudaModel::make_body(OpId id) {
     cuda::CudaPool* pool = op.layer ? pools_[l].get() : nullptr;
     cuda::CudaLrn* lrn = op.layer ? lrns_[l].get() : nullptr;
     cuda::CudaBatchNorm* bn = op.layer ? bns_[l].get() : nullptr;
+    const cuda::TensorLayout layout = options_.layers.layout;
     return std::visit(
         Overloaded{
             [=](const bound::Data& a) -> CudaBody {
                 return [=](Lane& lane, const Ctx& ctx) {
                     cuda::synthetic_batch(lane, a.seed, a.classes, a.data_batches, a.step, a.images, a.labels,
-                                          op_images(ctx, batch));
+                                          op_images(ctx, batch), layout);
                 };
             },
             [](const bound::AdvanceStep& a) -> CudaBody {
@@ -287,6 +329,21 @@ WeightSnapshot snapshot_weights(const CudaModel& model) {
     WeightSnapshot s{&tg, std::vector<std::vector<std::byte>>(tg.buffers.size())};
     for (BufferId id = 0; id < tg.buffers.size(); ++id)
         if (is_weight(tg.buffers[id])) s.buffers[id] = model.download(id);
+    if (model.options().layers.layout != cuda::TensorLayout::nhwc) return s;
+    // KRSC filters and their momenta back to KCRS.
+    for (LayerId l = 0; l < tg.layers.size(); ++l) {
+        const auto* conv = std::get_if<Conv2d>(&tg.network.layer(l).spec);
+        if (conv == nullptr) continue;
+        std::vector<BufferId> filters{tg.layers[l].params.at(0)};
+        if (!tg.layers[l].momentum.empty()) filters.push_back(tg.layers[l].momentum.at(0));
+        for (const BufferId b : filters) {
+            std::vector<std::byte>& bytes = s.buffers[b];
+            std::vector<float> krsc(bytes.size() / sizeof(float));
+            std::memcpy(krsc.data(), bytes.data(), krsc.size() * sizeof(float));
+            const std::vector<float> kcrs = transposed(std::span<const float>(krsc), filter_shape(*conv), false);
+            std::memcpy(bytes.data(), kcrs.data(), kcrs.size() * sizeof(float));
+        }
+    }
     return s;
 }
 

@@ -36,8 +36,19 @@ namespace braid::samples {
 using CudaBody = std::function<void(braid::CudaLane&, const braid::OpContext&)>;
 
 struct CudaModelOptions {
+    // layers.layout = nhwc keeps every activation (and gradient) channels
+    // last and every convolution filter KRSC; for networks that
+    // channels_last_unfit accepts.
     cuda::LayerOptions layers;
 };
+
+// Why `net` cannot run with NHWC activations, naming the first layer that
+// cannot ("" when it can): a convolution with a bias (the own bias kernels
+// are NCHW), a concat (its inputs are channel slices of one buffer, which
+// an NHWC view cannot be), an LRN (cuDNN's cross-channel LRN runs on NCHW
+// views here), and a fully connected layer or dropout over more than one
+// pixel (their weights and masks follow NCHW order).
+std::string channels_last_unfit(const Network& net);
 
 class CudaModel {
 public:
@@ -52,8 +63,9 @@ public:
     const CudaModelOptions& options() const noexcept { return options_; }
 
     // HostModel::initialize's values (generated on the host by the same
-    // code, then copied): parameters from the seed, momentum 0, running mean
-    // 0, running variance 1, step 0; every other buffer 0. Synchronous.
+    // code, then copied; filters transposed to KRSC with layout nhwc):
+    // parameters from the seed, momentum 0, running mean 0, running
+    // variance 1, step 0; every other buffer 0. Synchronous.
     void initialize();
 
     // Op bodies indexed by OpId; splittable ones touch only images
@@ -70,9 +82,10 @@ public:
     T* data(BufferId b) const {
         return reinterpret_cast<T*>(bytes(b));
     }
-    // An f32 buffer as an NCHW view of device memory.
+    // An f32 buffer as a view of device memory (NCHW, or NHWC with layout nhwc).
     TensorView<float> tensor(BufferId b) const;
-    // A float buffer's values on the host (a strided view's images gathered).
+    // A float buffer's values on the host as they lie on the device (a
+    // strided view's images gathered; NHWC with layout nhwc).
     std::vector<float> values(BufferId b) const;
     // Raw bytes of a buffer that is not a strided view.
     std::vector<std::byte> download(BufferId b) const;
@@ -101,6 +114,9 @@ private:
     std::size_t scratch_bytes_ = 0;
 };
 
+// Parameters and state in the reference's layouts: with layout nhwc the
+// KRSC filters and their momenta come back KCRS, so snapshots of either
+// layout compare with each other and with HostModel's.
 WeightSnapshot snapshot_weights(const CudaModel& model);
 WeightComparison compare_weights(const CudaModel& a, const CudaModel& b);
 WeightComparison compare_weights(const CudaModel& a, const HostModel& b);

@@ -47,6 +47,7 @@ struct CudaTrainer::Impl {
         m.layers.split_granule = o.split_granule;
         m.layers.conv_api = o.conv_graph_api ? cuda::ConvApi::graph : cuda::ConvApi::legacy;
         m.layers.batch_norm = o.cudnn_batch_norm ? cuda::BatchNormKernels::cudnn : cuda::BatchNormKernels::own;
+        m.layers.layout = o.channels_last ? cuda::TensorLayout::nhwc : cuda::TensorLayout::nchw;
         return m;
     }
     static braid::CudaBackendOptions backend_options(const CudaRunOptions& o) {

@@ -49,6 +49,9 @@ struct CudaRunOptions {
     bool conv_graph_api = false;
     // Batch norm on cuDNN's kernels (cuda::BatchNormKernels::cudnn) instead of the own ones.
     bool cudnn_batch_norm = false;
+    // NHWC activations and KRSC filters (cuda::TensorLayout::nhwc), for
+    // networks channels_last_unfit accepts.
+    bool channels_last = false;
     std::uint32_t split_granule = 0;    // see cuda::LayerOptions::split_granule
     // Each lane's own cuDNN workspace (CudaBackendOptions::cudnn_workspace_bytes);
     // an algorithm that wants more takes it from the lane's scratch.

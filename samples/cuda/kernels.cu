@@ -505,7 +505,14 @@ __global__ void synthetic_data_kernel(SyntheticDataArgs a, DeviceImages images, 
         const std::uint32_t image = a.first_image + static_cast<std::uint32_t>(n);
         const std::int32_t label = synthetic_label(a.seed, a.classes, iteration, image);
         if (i == 0) labels[image] = label;
-        images.data[n * images.image_stride + i] = synthetic_pixel(a.seed, iteration, image, label, i, e, plane);
+        // The element the reference's NCHW loop writes at i: in NHWC, i is pixel * C + c.
+        std::uint64_t element = i;
+        if (a.channels_last) {
+            const std::uint64_t pixel = quotient(i, images.c);
+            element = (i - pixel * images.c) * plane + pixel;
+        }
+        images.data[n * images.image_stride + i] =
+            synthetic_pixel(a.seed, iteration, image, label, element, e, plane);
     }
 }
 

@@ -187,6 +187,7 @@ struct SyntheticDataArgs {
     std::uint64_t data_batches = 0;  // 0: the iteration is the step; else step mod data_batches
     std::uint32_t first_image = 0;
     const std::uint64_t* step = nullptr;  // device
+    bool channels_last = false;  // the images' view is NHWC: each value goes where its (c, h, w) lies there
 };
 // Images and labels of train/synthetic_data.hpp; labels indexed globally.
 cudaError_t launch_synthetic_data(const SyntheticDataArgs& a, DeviceImages images, std::int32_t* labels,

@@ -856,14 +856,18 @@ void sgd_momentum_update(CudaLane& lane, const SgdConfig& config, std::span<cons
 }
 
 void synthetic_batch(CudaLane& lane, std::uint64_t seed, std::uint32_t classes, std::uint64_t data_batches,
-                     const std::uint64_t* step, DeviceView images, std::int32_t* labels, ImageRange range) {
+                     const std::uint64_t* step, DeviceView images, std::int32_t* labels, ImageRange range,
+                     TensorLayout layout) {
     check_range(range, images.shape, "synthetic_batch");
+    check_whole_images(layout, "synthetic data", images.shape.image_elements(), images.image_stride,
+                       images.shape.image_elements(), images.image_stride);
     SyntheticDataArgs a;
     a.seed = seed;
     a.classes = classes;
     a.data_batches = data_batches;
     a.first_image = range.begin;
     a.step = step;
+    a.channels_last = layout == TensorLayout::nhwc;
     check_launch(launch_synthetic_data(a, images_of(images, range), labels, lane.stream), "synthetic data");
 }
 

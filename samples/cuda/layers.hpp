@@ -307,9 +307,10 @@ void gradient_sum(CudaLane& lane, std::span<const ConstDeviceView> partials, Dev
 void sgd_momentum_update(CudaLane& lane, const SgdConfig& config, std::span<const SgdTensorRef> tensors);
 
 // Images and labels of train/synthetic_data.hpp for iteration *step (or
-// *step mod data_batches when data_batches > 0).
+// *step mod data_batches when data_batches > 0); images in `layout`.
 void synthetic_batch(CudaLane& lane, std::uint64_t seed, std::uint32_t classes, std::uint64_t data_batches,
-                     const std::uint64_t* step, DeviceView images, std::int32_t* labels, ImageRange range);
+                     const std::uint64_t* step, DeviceView images, std::int32_t* labels, ImageRange range,
+                     TensorLayout layout = TensorLayout::nchw);
 void advance_step(CudaLane& lane, std::uint64_t* step);
 
 }  // namespace braid::samples::cuda

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "braid/error.hpp"
 
@@ -35,6 +37,25 @@ struct Shape4 {
 inline std::string to_string(const Shape4& s) {
     return std::to_string(s.n) + "x" + std::to_string(s.c) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w);
 }
+// A dense tensor of `s` from NCHW to NHWC (to_nhwc), or back. A KCRS
+// filter is K images of C x R x S, so this also gives its KRSC form.
+template <class T>
+std::vector<T> transposed(std::span<const T> v, Shape4 s, bool to_nhwc) {
+    if (v.size() != s.elements())
+        throw ShapeError("transposed: " + std::to_string(v.size()) + " values for a tensor of " +
+                         std::to_string(s.elements()));
+    std::vector<T> out(v.size());
+    const std::uint64_t plane = s.plane_elements();
+    for (std::uint64_t n = 0; n < s.n; ++n)
+        for (std::uint64_t c = 0; c < s.c; ++c)
+            for (std::uint64_t i = 0; i < plane; ++i) {
+                const std::uint64_t nchw = (n * s.c + c) * plane + i, nhwc = (n * plane + i) * s.c + c;
+                if (to_nhwc) out[nhwc] = v[nchw];
+                else out[nchw] = v[nhwc];
+            }
+    return out;
+}
+
 // One image: "64x56x56"
 inline std::string image_shape_string(const Shape4& s) {
     return std::to_string(s.c) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w);

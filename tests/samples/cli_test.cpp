@@ -95,6 +95,8 @@ TEST_CASE("braid-train rejects bad arguments with a clear error") {
     check_fails("--net resnet18 --batch-norm miopen", "--batch-norm: miopen not in {own,cudnn,auto}");
     check_fails("--net resnet18 --batch-norm cudnn " + tiny, "--batch-norm chooses cuDNN's kernels for --backend cuda");
     check_fails("--net resnet18 --conv-api graph " + tiny, "--conv-api chooses cuDNN's kernels for --backend cuda");
+    check_fails("--net resnet18 --layout nchw8", "--layout: nchw8 not in {nchw,nhwc,auto}");
+    check_fails("--net resnet18 --layout nhwc " + tiny, "--layout nhwc lays out the GPU's activations for --backend cuda");
     check_fails("--net resnet18 --mode graph " + tiny, "--mode graph");
     check_fails("--net resnet18 --strategy fastest " + tiny, "--strategy 'fastest' is neither");
     check_fails("--net resnet18 --strategy /nonexistent/plan.json " + tiny, "plan file '/nonexistent/plan.json' does not exist");
@@ -140,6 +142,21 @@ TEST_CASE("braid-train --backend cuda: no CUDA part, no device (exit 77), or a b
 #endif
     // Without --backend cuda there is nothing to replay.
     check_fails("--net resnet18 --mode graph " + tiny, "--mode graph replays a captured CUDA graph");
+#if BRAID_SAMPLES_WITH_CUDA
+    // NHWC activations: refused for a net with layers that cannot take them,
+    // before any GPU is looked for; auto keeps NCHW for it and says why.
+    check_fails("--net googlenet --no-aux --backend cuda --layout nhwc --dry-run " + tiny,
+                "--layout nhwc: conv 'conv1/7x7_s2' has a bias (the own bias kernels are NCHW); give --layout nchw");
+    check_fails("--net inception_v3 --backend cuda --layout nhwc --dry-run --image 299 --width-scale 0.125 --batch 2",
+                "--layout nhwc: concat 'Mixed_5b.cat' writes its inputs' channel slices");
+    const Run automatic = braid_train("--net googlenet --no-aux --backend cuda --layout auto --dry-run " + tiny);
+    CAPTURE(automatic.output);
+    CHECK(automatic.status == 0);
+    CHECK(automatic.output.find("layout: NCHW activations (conv 'conv1/7x7_s2' has a bias") != std::string::npos);
+    const Run resnet = braid_train("--net resnet50 --backend cuda --layout nhwc --dry-run " + tiny);
+    CAPTURE(resnet.output);
+    CHECK(resnet.status == 0);
+#endif
 }
 
 TEST_CASE("braid-train trains, reports and checks") {
@@ -422,6 +439,9 @@ TEST_CASE("bench-gpu-train refuses bad options before it looks for a GPU") {
              {"--update-bucket-mib 1073741825", "--update-bucket-mib"},
              {"--conv-api frontend", "--conv-api: frontend not in {legacy,graph}"},
              {"--batch-norm fused", "--batch-norm: fused not in {own,cudnn}"},
+             {"--layout chw", "--layout: chw not in {nchw,nhwc}"},
+             {"--nets googlenet,resnet50 --layout nhwc",
+              "--layout nhwc: net googlenet: conv 'conv1/7x7_s2' has a bias"},
              {"--width-scale -1", "--width-scale"},
              {"--frobnicate 1", "--frobnicate"},
              {"--nets", "--nets"}});

@@ -20,6 +20,8 @@
 #include "gpu_samples_util.hpp"
 #include "nn/batch_norm.hpp"
 #include "nn/pool.hpp"
+#include "cuda/cuda_model.hpp"
+#include "train/training_graph.hpp"
 
 using namespace braid::samples::cuda;
 using braid::samples::Conv2d;
@@ -155,6 +157,42 @@ TEST_CASE("NHWC pools, batch norms and convolutions take whole images only: a ch
     CHECK(nhwc.channels_last);
     CHECK(nhwc.out_h == pool.out.h);
     CHECK(nhwc.kernel_w == 3);
+}
+
+TEST_CASE("NHWC activations: the bundled ResNets take them; a bias, a concat, LRN or a flattening layer refuses, named") {
+    const auto unfit = [](const std::string& net, std::uint32_t image) {
+        braid::samples::TrainConfig c;
+        c.model.net = net;
+        c.model.batch = 2;
+        c.model.image = image;
+        c.model.width_scale = 0.125;
+        return braid::samples::channels_last_unfit(braid::samples::build_training_graph(c).network);
+    };
+    CHECK(unfit("resnet18", 64) == "");
+    CHECK(unfit("resnet50", 64) == "");
+    CHECK(unfit("googlenet", 64) == "conv 'conv1/7x7_s2' has a bias (the own bias kernels are NCHW)");
+    CHECK(unfit("inception_v3", 299).find("concat 'Mixed_5b.cat' writes its inputs' channel slices") == 0);
+
+    // Small nets of one layer kind each, a loss on top.
+    using namespace braid::samples;
+    const auto net = [](auto&& add) {
+        NetworkBuilder b("one", {2, 8, 6, 6});
+        const TensorId x = add(b, b.images());
+        const TensorId logits = b.fully_connected("logits", b.pool("gap", x, {.mode = PoolMode::average, .global = true}),
+                                                  {.out_features = 4});
+        b.softmax_loss("loss", logits);
+        return channels_last_unfit(b.finish());
+    };
+    CHECK(net([](NetworkBuilder& b, TensorId x) { return b.lrn("stem.lrn", x); }) ==
+          "lrn 'stem.lrn' runs cuDNN's cross-channel LRN, on NCHW views here");
+    CHECK(net([](NetworkBuilder& b, TensorId x) { return b.dropout("drop", x, {}); }) ==
+          "dropout 'drop' draws its mask over 8x6x6 images in NCHW order");
+    CHECK(net([](NetworkBuilder& b, TensorId x) { return b.batch_norm("bn", x); }) == "");
+    NetworkBuilder flat("flat", {2, 8, 6, 6});
+    const TensorId fc = flat.fully_connected("fc6", flat.images(), {.out_features = 4});
+    flat.softmax_loss("loss", fc);
+    CHECK(channels_last_unfit(flat.finish()) ==
+          "fully_connected 'fc6' flattens 8x6x6 images in NCHW order (its weights' columns)");
 }
 
 TEST_CASE("graph-API alignment: the largest power of two up to 16 dividing every pointer") {

@@ -102,20 +102,10 @@ std::vector<T> channel_slice(const std::vector<T>& wide, Shape4 shape, std::uint
     return out;
 }
 
-// A dense tensor of `s` from NCHW to NHWC (to_nhwc), or back. A KCRS
-// filter is K images of C x R x S, so this also gives its KRSC form.
+// braid::samples::transposed for a whole vector.
 template <class T>
 std::vector<T> transposed(const std::vector<T>& v, Shape4 s, bool to_nhwc) {
-    std::vector<T> out(v.size());
-    for (std::uint32_t n = 0; n < s.n; ++n)
-        for (std::uint32_t c = 0; c < s.c; ++c)
-            for (std::uint64_t i = 0; i < s.plane_elements(); ++i) {
-                const std::uint64_t nchw = (std::uint64_t{n} * s.c + c) * s.plane_elements() + i;
-                const std::uint64_t nhwc = (std::uint64_t{n} * s.plane_elements() + i) * s.c + c;
-                if (to_nhwc) out[nhwc] = v[nchw];
-                else out[nchw] = v[nhwc];
-            }
-    return out;
+    return braid::samples::transposed(std::span<const T>(v), s, to_nhwc);
 }
 
 // How many values outside channels [first, first + count) still equal
