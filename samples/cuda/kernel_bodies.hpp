@@ -384,7 +384,7 @@ BRAID_SAMPLES_HOST_DEVICE inline PoolElement pool_element(std::uint64_t t, std::
         e.c = static_cast<std::uint32_t>(p - e.n * channels);
         i = t - p * plane;
     }
-    e.h = static_cast<int>(i / width);
+    e.h = static_cast<int>(quotient(i, width));  // a 32-bit division: a plane fits
     e.w = static_cast<int>(i - static_cast<std::uint64_t>(e.h) * width);
     return e;
 }
