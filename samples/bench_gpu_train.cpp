@@ -272,7 +272,8 @@ braid::Plan tune_net(const Options& o, const TrainingGraph& tg, const braid::Dev
     return t.plan;
 }
 
-bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
+// The training step of `net` at `batch` as the options size and vary it.
+TrainingGraph training_graph(const Options& o, const std::string& net, std::uint32_t batch) {
     TrainConfig c;
     c.model.net = net;
     c.model.batch = batch;
@@ -282,7 +283,11 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
     c.model.fuse_relu = o.fuse_relu;
     c.model.share_batch_norm_sums = o.share_batch_norm_sums;
     c.model.update_bucket_bytes = o.update_bucket_mib << 20;
-    const TrainingGraph tg = build_training_graph(c);
+    return build_training_graph(c);
+}
+
+bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
+    const TrainingGraph tg = training_graph(o, net, batch);
     braid::DeviceSpec device;
     try {
         device = braid::cuda::device_spec_from_cuda();
@@ -344,16 +349,9 @@ int main(int argc, char** argv) {
     // --layout nhwc: every net must take NHWC activations, said before a GPU is looked for.
     const auto check = [&] {
         if (o.layout != "nhwc") return;
-        for (const std::string& net : o.nets) {
-            TrainConfig c;
-            c.model.net = net;
-            c.model.batch = 1;
-            c.model.image = o.image.value_or(default_image(net));
-            c.model.classes = o.classes;
-            c.model.width_scale = o.width_scale;
-            if (const std::string why = channels_last_unfit(build_training_graph(c).network); !why.empty())
+        for (const std::string& net : o.nets)
+            if (const std::string why = channels_last_unfit(training_graph(o, net, 1).network); !why.empty())
                 throw braid::Error("--layout nhwc: net " + net + ": " + why);
-        }
     };
     return gpu_program_main(app, argc, argv, "the GPU training benchmark", check, [&] {
         fmt::print("bench-gpu-train: {}\n", cuda_device_description());
