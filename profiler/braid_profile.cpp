@@ -97,6 +97,13 @@ int main(int argc, char** argv) {
                                      "a bundled net's batch norms: the own kernels or cuDNN's")
                           ->check(CLI::IsMember({"own", "cudnn"}))
                           ->capture_default_str();
+    std::string layout = "nchw";
+    CLI::Option* layout_option =
+        app.add_option("--layout", layout,
+                       "a bundled net's activations: NCHW, or NHWC with KRSC filters (networks without LRN, "
+                       "convolution biases or concat branches ending in a convolution)")
+            ->check(CLI::IsMember({"nchw", "nhwc"}))
+            ->capture_default_str();
     app.footer(
         "Examples:\n"
         "  braid-profile --warmup 5 --iters 20 --profile-out demo.profile.json \\\n"
@@ -112,6 +119,7 @@ int main(int argc, char** argv) {
     m.update_bucket_bytes = bucket_mib << 20;
     opt.conv_graph_api = conv_api == "graph";
     opt.cudnn_batch_norm = batch_norm == "cudnn";
+    opt.channels_last = layout == "nhwc";
     if (image->count() == 0) m.image = braid::samples::default_image(opt.network);
     if (api->count() > 0 && opt.network == "demo") {
         std::fprintf(stderr, "braid-profile: --conv-api chooses how a bundled net's convolutions run; the demo has no "
@@ -121,6 +129,11 @@ int main(int argc, char** argv) {
     if (bn->count() > 0 && opt.network == "demo") {
         std::fprintf(stderr, "braid-profile: --batch-norm chooses how a bundled net's batch norms run; the demo has "
                              "none (give --net NAME)\n");
+        return 2;
+    }
+    if (layout_option->count() > 0 && opt.network == "demo") {
+        std::fprintf(stderr, "braid-profile: --layout chooses how a bundled net's activations lie; the demo has no "
+                             "cuDNN layers (give --net NAME)\n");
         return 2;
     }
     for (const CLI::Option* o : {batch, image, classes, width, aux, fuse, share, bucket})

@@ -25,6 +25,7 @@
 #include "braid/profiler/cuda/profile_executor.hpp"
 #include "braid/profiler/profile_json.hpp"
 #include "braid/profiler/report.hpp"
+#include "cuda/cuda_model.hpp"
 #include "cuda/cuda_trainer.hpp"
 #include "demo/demo_network.hpp"
 #include "progress.hpp"
@@ -107,6 +108,8 @@ int profile_bundled_net(const ProfileToolOptions& opt, const samples::TrainConfi
     samples::CudaRunOptions run;
     run.conv_graph_api = opt.conv_graph_api;
     run.cudnn_batch_norm = opt.cudnn_batch_norm;
+    run.channels_last = opt.channels_last;
+    if (opt.channels_last) fmt::print("NHWC activations (--layout nhwc): KRSC filters, channels-last kernels\n");
     const samples::TrainingProfile result = samples::profile_cuda_training(tg, request, run);
     print_tracing(result.warnings, result.cupti_library);
     // gpu-check reads this line: profiling GoogLeNet or ResNet-50 at batch 32 must take under 30 s.
@@ -177,6 +180,9 @@ int run_profile_tool(const ProfileToolOptions& opt) {
     config.model.net = opt.network;
     std::optional<samples::TrainingGraph> tg;
     if (opt.network != "demo") tg.emplace(samples::build_training_graph(config));
+    if (tg && opt.channels_last)
+        if (const std::string why = samples::channels_last_unfit(tg->network); !why.empty())
+            throw Error("--layout nhwc: " + why + "; give --layout nchw");
     if (const std::string reason = cuda::no_device_reason(); !reason.empty()) {
         std::printf("%s\n", reason.c_str());
         return 77;

@@ -29,6 +29,7 @@ struct ProfileToolOptions {
     bool kernels = false;   // print every kernel and transfer too
     bool conv_graph_api = false;  // a bundled net's convolutions on cuDNN graph-API engines
     bool cudnn_batch_norm = false;  // a bundled net's batch norms on cuDNN's kernels
+    bool channels_last = false;     // a bundled net's activations NHWC (samples::channels_last_unfit must accept it)
 };
 
 // 0 on success, 77 without a CUDA device ("no CUDA device ..." on stdout).

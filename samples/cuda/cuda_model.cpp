@@ -20,6 +20,27 @@ Shape4 filter_shape(const Conv2d& c) {
 
 }  // namespace
 
+namespace {
+
+// Why input tensor t of a concat cannot be an NHWC channel slice of its
+// buffer: the layer writing it (the only other layer that touches it,
+// NetworkBuilder makes sure) must take pixels a stride apart. Batch norm,
+// ReLU and add walk rows of pixels; a pool writes its output and reads
+// its gradient with a pixel stride; a convolution cannot.
+std::string slice_unfit(const Network& net, TensorId t) {
+    const TensorInfo& info = net.tensor(t);
+    if (!info.producer) return "reads the images, which cannot be a channel slice";
+    const LayerNode& writer = net.layer(*info.producer);
+    const LayerKind k = kind_of(writer.spec);
+    if (k == LayerKind::batch_norm || k == LayerKind::relu || k == LayerKind::add || k == LayerKind::max_pool ||
+        k == LayerKind::avg_pool)
+        return "";
+    return "reads '" + info.name + "' from " + std::string(to_string(k)) + " '" + writer.name +
+           "', which cannot write an NHWC channel slice";
+}
+
+}  // namespace
+
 std::string channels_last_unfit(const Network& net) {
     for (const LayerNode& node : net.layers()) {
         const std::string why = std::visit(
@@ -27,8 +48,10 @@ std::string channels_last_unfit(const Network& net) {
                 [](const Conv2d& c) -> std::string {
                     return c.config.bias ? "has a bias (the own bias kernels are NCHW)" : "";
                 },
-                [](const Concat&) -> std::string {
-                    return "writes its inputs' channel slices of one buffer, which an NHWC view cannot be";
+                [&](const Concat&) -> std::string {
+                    for (const TensorId t : node.inputs)
+                        if (std::string slice = slice_unfit(net, t); !slice.empty()) return slice;
+                    return "";
                 },
                 [](const Lrn&) -> std::string { return "runs cuDNN's cross-channel LRN, on NCHW views here"; },
                 [](const FullyConnected& f) -> std::string {
@@ -99,7 +122,9 @@ std::byte* CudaModel::bytes(BufferId b) const {
 }
 
 TensorView<float> CudaModel::tensor(BufferId b) const {
-    return tensor_view(graph_, b, static_cast<std::byte*>(roots_.at(graph_.graph.buffer(b).root).get()));
+    auto* base = static_cast<std::byte*>(roots_.at(graph_.graph.buffer(b).root).get());
+    return options_.layers.layout == cuda::TensorLayout::nhwc ? channels_last_view(graph_, b, base)
+                                                               : tensor_view(graph_, b, base);
 }
 
 void CudaModel::initialize() {
@@ -151,6 +176,15 @@ std::vector<std::byte> CudaModel::download(BufferId b) const {
 std::vector<float> CudaModel::values(BufferId b) const {
     const braid::Buffer& buf = graph_.graph.buffer(b);
     synchronize();
+    if (const TensorView<float> v = tensor(b); v.pixel_stride != 0) {  // an NHWC slice: rows of its channels
+        const Shape4& s = v.shape;
+        std::vector<float> out(s.elements());
+        braid::cuda::check(cudaMemcpy2D(out.data(), s.c * sizeof(float), v.data, v.pixel_stride * sizeof(float),
+                                        s.c * sizeof(float), std::uint64_t{s.n} * s.plane_elements(),
+                                        cudaMemcpyDeviceToHost),
+                           "cudaMemcpy2D(values)");
+        return out;
+    }
     if (buf.chunks <= 1) {
         std::vector<float> out(buf.bytes / sizeof(float));
         braid::cuda::check(cudaMemcpy(out.data(), bytes(b), out.size() * sizeof(float), cudaMemcpyDeviceToHost),
@@ -191,7 +225,9 @@ std::vector<std::pair<std::string, double>> CudaModel::losses() const {
 
 CudaBody CudaModel::make_body(OpId id) {
     const std::uint32_t batch = graph_.batch();
-    const BoundOp op = bind_op(graph_, id, [this](BufferId root) { return static_cast<std::byte*>(roots_.at(root).get()); });
+    const BoundOp op = bind_op(
+        graph_, id, [this](BufferId root) { return static_cast<std::byte*>(roots_.at(root).get()); },
+        options_.layers.layout == cuda::TensorLayout::nhwc);
     using Lane = braid::CudaLane;
     using Ctx = braid::OpContext;
     // The layers with library state (descriptors, algorithm choices) are this model's objects.

@@ -196,6 +196,10 @@ struct ChannelWalk {
     BRAID_SAMPLES_HOST_DEVICE bool valid() const { return j < end; }
     BRAID_SAMPLES_HOST_DEVICE void next() {
         j += step;
+        if (units_per_plane == 1) {  // rows of one unit each (NHWC pixel rows): no carry loop
+            n = j;
+            return;
+        }
         i += step;
         while (i >= units_per_plane) {
             i -= units_per_plane;
@@ -397,6 +401,10 @@ BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t channel_offset(std::uint32_t c, s
 BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t pixel_step(std::uint32_t channels, bool channels_last) {
     return channels_last ? channels : 1;
 }
+// The step between output pixels of y and dy, which may be NHWC channel slices.
+BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t out_pixel_step(const PoolArgs& p, std::uint32_t channels) {
+    return p.channels_last && p.out_pixel_stride != 0 ? p.out_pixel_stride : pixel_step(channels, p.channels_last);
+}
 
 // Output t (over images, channels and output pixels, in the layout's order) of a pooling forward.
 BRAID_SAMPLES_HOST_DEVICE inline float pool_forward_at(const PoolArgs& p, ConstDeviceImages x, std::uint64_t t) {
@@ -424,7 +432,10 @@ BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t pool_output_offset(const PoolArgs
                                                                    std::uint64_t image_stride, std::uint64_t t) {
     const std::uint64_t per_image = std::uint64_t{channels} * p.out_h * p.out_w;
     const std::uint64_t n = quotient(t, per_image);
-    return n * image_stride + (t - n * per_image);
+    const std::uint64_t e = t - n * per_image;
+    if (!p.channels_last || p.out_pixel_stride == 0) return n * image_stride + e;
+    const std::uint64_t pixel = quotient(e, channels);
+    return n * image_stride + pixel * p.out_pixel_stride + (e - pixel * channels);
 }
 
 // Max-pool backward, first pass, output t: the plane offset of the first
@@ -438,7 +449,8 @@ BRAID_SAMPLES_HOST_DEVICE inline std::int32_t pool_argmax_at(const PoolArgs& p, 
     const float* xp = x.data + o.n * x.image_stride + channel_offset(o.c, std::uint64_t{p.in_h} * p.in_w, p.channels_last);
     const float best = y.data[o.n * y.image_stride +
                               channel_offset(o.c, std::uint64_t{p.out_h} * p.out_w, p.channels_last) +
-                              static_cast<std::uint64_t>(o.h * static_cast<int>(p.out_w) + o.w) * step];
+                              static_cast<std::uint64_t>(o.h * static_cast<int>(p.out_w) + o.w) *
+                                  out_pixel_step(p, x.c)];
     const PoolWindow win = pool_window(p, o.h, o.w);
     for (int h = win.h0; h < win.h1; ++h)
         for (int w = win.w0; w < win.w1; ++w)
@@ -465,7 +477,8 @@ BRAID_SAMPLES_HOST_DEVICE inline float pool_backward_at(const PoolArgs& p, const
     const int oh_hi = BRAID_SAMPLES_MIN(static_cast<int>(p.out_h) - 1, (h + P) / S);
     const int ow_lo = BRAID_SAMPLES_MAX(0, floor_div(w + P - KW, S) + 1);
     const int ow_hi = BRAID_SAMPLES_MIN(OW - 1, (w + P) / S);
-    const std::uint64_t step = pixel_step(channels, p.channels_last);
+    // argmax is packed like the outputs of whole images; dy may be a slice.
+    const std::uint64_t step = pixel_step(channels, p.channels_last), dy_step = out_pixel_step(p, channels);
     const std::uint64_t channel = channel_offset(e.c, plane_out, p.channels_last);
     const float* dyp = dy.data + e.n * dy.image_stride + channel;
     float acc = 0.0f;
@@ -473,8 +486,8 @@ BRAID_SAMPLES_HOST_DEVICE inline float pool_backward_at(const PoolArgs& p, const
         const std::int32_t* first = argmax + e.n * channels * plane_out + channel;
         for (int oh = oh_lo; oh <= oh_hi; ++oh)
             for (int ow = ow_lo; ow <= ow_hi; ++ow) {
-                const std::uint64_t o = static_cast<std::uint64_t>(oh * OW + ow) * step;
-                if (first[o] == i) acc += dyp[o];
+                const auto o = static_cast<std::uint64_t>(oh * OW + ow);
+                if (first[o * step] == i) acc += dyp[o * dy_step];
             }
         return acc;
     }
@@ -482,7 +495,7 @@ BRAID_SAMPLES_HOST_DEVICE inline float pool_backward_at(const PoolArgs& p, const
         for (int ow = ow_lo; ow <= ow_hi; ++ow) {
             const PoolWindow win = pool_window(p, oh, ow);
             if (h < win.h0 || h >= win.h1 || w < win.w0 || w >= win.w1) continue;
-            acc += dyp[static_cast<std::uint64_t>(oh * OW + ow) * step] / static_cast<float>(win.count);
+            acc += dyp[static_cast<std::uint64_t>(oh * OW + ow) * dy_step] / static_cast<float>(win.count);
         }
     return acc;
 }

@@ -79,9 +79,12 @@ struct PoolArgs {
     bool max = true;
     std::uint32_t kernel_h = 0, kernel_w = 0, stride = 1, pad = 0;
     std::uint32_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
-    // Views in NHWC (a pixel's channels adjacent) instead of NCHW; each
-    // image's elements in one block (no channel slices).
+    // Views in NHWC (a pixel's channels adjacent) instead of NCHW. x and
+    // dx hold whole images; y and dy may be channel slices of a concat's
+    // buffer, whose pixels lie out_pixel_stride floats apart (its channel
+    // count; 0: the views' own channel count, whole images).
     bool channels_last = false;
+    std::uint32_t out_pixel_stride = 0;
 };
 cudaError_t launch_pool_forward(const PoolArgs& p, ConstDeviceImages x, DeviceImages y, cudaStream_t stream);
 // Max: dy goes to the first position of each window whose x equals y;

@@ -99,12 +99,42 @@ braid::cuda::DeviceBuffer search_workspace(std::size_t bytes) {
 
 }  // namespace
 
-DeviceImages images_of(const DeviceView& v, ImageRange range) {
-    return DeviceImages{v.image(range.begin), range.size(), v.shape.c, v.shape.h, v.shape.w, v.image_stride};
+Walk walk_for(std::initializer_list<ConstDeviceView> views) {
+    for (const ConstDeviceView& v : views)
+        if (v.pixel_stride != 0) return Walk::pixel_rows;
+    return Walk::images;
 }
 
-ConstDeviceImages images_of(const ConstDeviceView& v, ImageRange range) {
-    return ConstDeviceImages{v.image(range.begin), range.size(), v.shape.c, v.shape.h, v.shape.w, v.image_stride};
+namespace {
+
+template <class Images, class View>
+Images walked_images(const View& v, ImageRange range, Walk walk) {
+    const Shape4& s = v.shape;
+    if (walk != Walk::pixel_rows) {
+        if (walk == Walk::images && v.pixel_stride != 0)
+            throw ShapeError("an NHWC channel slice (" + to_string(s) + ", pixels " + std::to_string(v.pixel_stride) +
+                             " floats apart) reached a kernel that takes whole images only");
+        return Images{v.image(range.begin), range.size(), s.c, s.h, s.w, v.image_stride};
+    }
+    if (v.pixel_stride == 0 && !v.contiguous() && range.size() > 1)
+        throw ShapeError("an NCHW channel slice (" + to_string(s) + ", images " + std::to_string(v.image_stride) +
+                         " floats apart) cannot be walked as rows of pixels");
+    const std::uint64_t rows = std::uint64_t{range.size()} * s.plane_elements();
+    if (rows > std::numeric_limits<std::uint32_t>::max())
+        throw ShapeError("rows of pixels: " + std::to_string(rows) + " pixels of " + to_string(s) +
+                         " are more than a launch counts");
+    return Images{v.image(range.begin), static_cast<std::uint32_t>(rows), s.c, 1, 1,
+                  v.pixel_stride != 0 ? v.pixel_stride : s.c};
+}
+
+}  // namespace
+
+DeviceImages images_of(const DeviceView& v, ImageRange range, Walk walk) {
+    return walked_images<DeviceImages>(v, range, walk);
+}
+
+ConstDeviceImages images_of(const ConstDeviceView& v, ImageRange range, Walk walk) {
+    return walked_images<ConstDeviceImages>(v, range, walk);
 }
 
 void check_launch(cudaError_t status, const std::string& what) {
@@ -434,13 +464,29 @@ CudaPool::CudaPool(std::string name, const Pool2d& layer, const LayerOptions& op
                        "cudnnSetPooling2dDescriptor");
 }
 
+namespace {
+
+// x and dx must be whole images; y and dy may be NHWC channel slices,
+// whose pixel stride (0 for whole images) the own kernels take.
+std::uint32_t pool_out_pixel_stride(const std::string& who, const Pool2d& layer, TensorLayout layout,
+                                    const ConstDeviceView& in, const ConstDeviceView& out) {
+    const std::uint64_t e = layer.out.image_elements();
+    check_whole_images(layout, who, layer.in.image_elements(), in.image_stride, e,
+                       out.pixel_stride != 0 ? e : out.image_stride);
+    return static_cast<std::uint32_t>(out.pixel_stride);
+}
+
+}  // namespace
+
 void CudaPool::forward(CudaLane& lane, ConstDeviceView x, DeviceView y, ImageRange images) {
     check_range(images, layer_.in, "CudaPool::forward");
     const std::string who = "pooling '" + name_ + "' forward";
-    check_whole_images(options_.layout, who, layer_.in.image_elements(), x.image_stride, layer_.out.image_elements(),
-                       y.image_stride);
-    if (!pooling_) {
-        check_launch(launch_pool_forward(args_, images_of(x, images), images_of(y, images), lane.stream), who);
+    PoolArgs args = args_;
+    args.out_pixel_stride = pool_out_pixel_stride(who, layer_, options_.layout, x, y);
+    if (!pooling_ || args.out_pixel_stride != 0) {  // cuDNN's descriptors here say one image stride only
+        check_launch(launch_pool_forward(args, images_of(x, images), images_of(y, images, Walk::pixel_stride),
+                                         lane.stream),
+                     who);
         return;
     }
     for_each_chunk(images, options_.split_granule, layer_.in.n, who, [&](ImageRange r) {
@@ -456,11 +502,11 @@ void CudaPool::backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView 
                              ImageRange images) {
     check_range(images, layer_.in, "CudaPool::backward_data");
     const std::string who = "pooling '" + name_ + "' backward data";
-    check_whole_images(options_.layout, who, layer_.in.image_elements(), dx.image_stride, layer_.out.image_elements(),
-                       dy.image_stride);
-    if (args_.max)
-        check_whole_images(options_.layout, who, layer_.in.image_elements(), x.image_stride,
-                           layer_.out.image_elements(), y.image_stride);
+    PoolArgs args = args_;
+    args.out_pixel_stride = pool_out_pixel_stride(who, layer_, options_.layout, dx, dy);
+    if (args_.max && pool_out_pixel_stride(who, layer_, options_.layout, x, y) != args.out_pixel_stride)
+        throw ShapeError(who + ": y's pixels lie " + std::to_string(y.pixel_stride) + " floats apart and dy's " +
+                         std::to_string(dy.pixel_stride) + "; the kernels take one stride for both");
     // Always the own kernels: cuDNN's deterministic max backward took 0.59
     // ms for ResNet-50's stem pool on the H200 (../shared/h200/resnet50-b32.profile.json), and it
     // reads x and y, which the average pool's op does not declare.
@@ -469,9 +515,10 @@ void CudaPool::backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView 
         argmax = static_cast<std::int32_t*>(
             lane.scratch.allocate(std::max<std::size_t>(pool_backward_scratch_bytes(args_, images.size(), layer_.in.c),
                                                         sizeof(std::int32_t))));
-    check_launch(launch_pool_backward(args_, args_.max ? images_of(x, images) : ConstDeviceImages{},
-                                      args_.max ? images_of(y, images) : ConstDeviceImages{}, images_of(dy, images),
-                                      images_of(dx, images), argmax, lane.stream),
+    check_launch(launch_pool_backward(args, args_.max ? images_of(x, images) : ConstDeviceImages{},
+                                      args_.max ? images_of(y, images, Walk::pixel_stride) : ConstDeviceImages{},
+                                      images_of(dy, images, Walk::pixel_stride), images_of(dx, images), argmax,
+                                      lane.stream),
                  who);
 }
 
@@ -525,13 +572,17 @@ void CudaLrn::backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView y
 
 void relu_forward(CudaLane& lane, const Relu& layer, ConstDeviceView x, DeviceView y, ImageRange images) {
     check_range(images, layer.in, "relu_forward");
-    check_launch(launch_relu_forward(images_of(x, images), images_of(y, images), lane.stream), "relu forward");
+    const Walk walk = walk_for({x, y});
+    check_launch(launch_relu_forward(images_of(x, images, walk), images_of(y, images, walk), lane.stream),
+                 "relu forward");
 }
 
 void relu_backward_data(CudaLane& lane, const Relu& layer, ConstDeviceView y, ConstDeviceView dy, DeviceView dx,
                         ImageRange images) {
     check_range(images, layer.in, "relu_backward_data");
-    check_launch(launch_relu_backward(images_of(y, images), images_of(dy, images), images_of(dx, images), lane.stream),
+    const Walk walk = walk_for({y, dy, dx});
+    check_launch(launch_relu_backward(images_of(y, images, walk), images_of(dy, images, walk),
+                                      images_of(dx, images, walk), lane.stream),
                  "relu backward data");
 }
 
@@ -542,11 +593,15 @@ std::size_t batch_norm_scratch_bytes(const BatchNorm2d& layer, TensorLayout layo
 
 namespace {
 
-// NHWC views must be whole images: x, and `other` unless it is empty (no fused ReLU's y).
+// NHWC views must be whole images or NHWC channel slices (walked as rows
+// of pixels): x, and `other` unless it is empty (no fused ReLU's y).
 void check_batch_norm_views(TensorLayout layout, const BatchNorm2d& layer, const std::string& who, const ConstDeviceView& x,
                             const ConstDeviceView& other) {
     const std::uint64_t e = layer.in.image_elements();
-    check_whole_images(layout, who, e, x.image_stride, e, other.data != nullptr ? other.image_stride : e);
+    const auto stride = [e](const ConstDeviceView& v) {
+        return v.data == nullptr || v.pixel_stride != 0 ? e : v.image_stride;
+    };
+    check_whole_images(layout, who, e, stride(x), e, stride(other));
 }
 
 }  // namespace
@@ -559,18 +614,20 @@ void batch_norm_forward_training(CudaLane& lane, const BatchNorm2d& layer, Const
     const BatchNormArgs args{layer.config.epsilon, layer.config.momentum, layer.config.relu,
                              layout == TensorLayout::nhwc};
     const ImageRange all = whole_batch(layer.in);
-    check_launch(launch_batch_norm_forward(args, images_of(x, all), gamma, beta, images_of(y, all), saved_mean,
-                                           saved_inv_std, running_mean, running_var, scratch, lane.stream),
+    const Walk walk = walk_for({x, y});
+    check_launch(launch_batch_norm_forward(args, images_of(x, all, walk), gamma, beta, images_of(y, all, walk),
+                                           saved_mean, saved_inv_std, running_mean, running_var, scratch,
+                                           lane.stream),
                  "batch norm forward");
 }
 
 namespace {
 
 // The fused ReLU's output as the kernels take it: none without one.
-ConstDeviceImages relu_mask(const BatchNorm2d& layer, const ConstDeviceView& y, const char* who) {
+ConstDeviceImages relu_mask(const BatchNorm2d& layer, const ConstDeviceView& y, const char* who, Walk walk) {
     if (!layer.config.relu) return ConstDeviceImages{};
     if (y.data == nullptr) throw ShapeError(std::string(who) + ": the layer has a fused ReLU and needs its output");
-    return images_of(y, whole_batch(layer.in));
+    return images_of(y, whole_batch(layer.in), walk);
 }
 
 }  // namespace
@@ -584,10 +641,11 @@ void batch_norm_backward_data(CudaLane& lane, const BatchNorm2d& layer, ConstDev
     const BatchNormSums sums = layer.config.share_sums ? BatchNormSums{dgamma, dbeta} : BatchNormSums{};
     double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer, layout));
     const ImageRange all = whole_batch(layer.in);
-    check_launch(launch_batch_norm_backward_data(images_of(x, all), images_of(dy, all),
-                                                 relu_mask(layer, y, "batch norm backward data"), gamma, saved_mean,
-                                                 saved_inv_std, sums, images_of(dx, all), scratch, lane.stream,
-                                                 layout == TensorLayout::nhwc),
+    const Walk walk = walk_for({x, dy, dx, y});
+    check_launch(launch_batch_norm_backward_data(images_of(x, all, walk), images_of(dy, all, walk),
+                                                 relu_mask(layer, y, "batch norm backward data", walk), gamma,
+                                                 saved_mean, saved_inv_std, sums, images_of(dx, all, walk), scratch,
+                                                 lane.stream, layout == TensorLayout::nhwc),
                  "batch norm backward data");
 }
 
@@ -598,8 +656,9 @@ void batch_norm_backward_weight(CudaLane& lane, const BatchNorm2d& layer, ConstD
     check_batch_norm_views(layout, layer, "batch norm backward weight", x, y);
     double* scratch = scratch_doubles(lane, batch_norm_scratch_bytes(layer, layout));
     const ImageRange all = whole_batch(layer.in);
-    check_launch(launch_batch_norm_backward_weight(images_of(x, all), images_of(dy, all),
-                                                   relu_mask(layer, y, "batch norm backward weight"), saved_mean,
+    const Walk walk = walk_for({x, dy, y});
+    check_launch(launch_batch_norm_backward_weight(images_of(x, all, walk), images_of(dy, all, walk),
+                                                   relu_mask(layer, y, "batch norm backward weight", walk), saved_mean,
                                                    saved_inv_std, dgamma, dbeta, scratch, lane.stream,
                                                    layout == TensorLayout::nhwc),
                  "batch norm backward weight");
@@ -610,6 +669,8 @@ void batch_norm_backward_weight(CudaLane& lane, const BatchNorm2d& layer, ConstD
 namespace {
 
 constexpr int bn_forward = 0, bn_backward_data = 1;
+constexpr const char* nhwc_slice_reason =
+    "a view is an NHWC channel slice of a concat, which a descriptor of one image stride cannot describe";
 constexpr const char* bn_pass_names[] = {"forward", "backward data"};
 
 TensorDescriptor channel_descriptor(std::uint32_t c) {
@@ -696,6 +757,8 @@ void CudaBatchNorm::forward_training(CudaLane& lane, ConstDeviceView x, const fl
                                      float* running_var) {
     const std::string who = "batch norm '" + name_ + "' forward";
     check_batch_norm_views(options_.layout, layer_, who, x, y);
+    if (use_cudnn(bn_forward) && walk_for({x, y}) == Walk::pixel_rows)
+        decline(bn_forward, who + ": " + nhwc_slice_reason);
     if (use_cudnn(bn_forward)) {
         const Shape4 s = image_shape(layer_.in);
         const cudnnStatus_t status = cudnnBatchNormalizationForwardTraining(
@@ -722,9 +785,11 @@ void CudaBatchNorm::backward_data(CudaLane& lane, ConstDeviceView x, ConstDevice
     const std::string who = "batch norm '" + name_ + "' backward data";
     check_batch_norm_views(options_.layout, layer_, who, x, dy);
     check_batch_norm_views(options_.layout, layer_, who, dx, y);
+    if (use_cudnn(bn_backward_data) && walk_for({x, dy, dx, y}) == Walk::pixel_rows)
+        decline(bn_backward_data, who + ": " + nhwc_slice_reason);
     if (use_cudnn(bn_backward_data)) {
         check_shared_sums(layer_, dgamma, dbeta);
-        const ConstDeviceImages mask = relu_mask(layer_, y, "batch norm backward data");
+        const ConstDeviceImages mask = relu_mask(layer_, y, "batch norm backward data", Walk::images);
         const Shape4 s = image_shape(layer_.in);
         const std::uint32_t n = layer_.in.n, c = layer_.in.c;
         ConstDeviceView gradient = dy;
@@ -795,9 +860,10 @@ void dropout_backward_data(CudaLane& lane, const Dropout& layer, std::uint64_t s
 void add_forward(CudaLane& lane, const Add& layer, ConstDeviceView a, ConstDeviceView b, DeviceView y,
                  ImageRange images) {
     check_range(images, layer.in, "add_forward");
-    check_launch(
-        launch_add(images_of(a, images), images_of(b, images), images_of(y, images), layer.relu, lane.stream),
-        "add forward");
+    const Walk walk = walk_for({a, b, y});
+    check_launch(launch_add(images_of(a, images, walk), images_of(b, images, walk), images_of(y, images, walk),
+                            layer.relu, lane.stream),
+                 "add forward");
 }
 
 void softmax_loss_forward(CudaLane& lane, const SoftmaxCrossEntropy& layer, ConstDeviceView logits,
@@ -829,15 +895,18 @@ void gradient_sum(CudaLane& lane, std::span<const ConstDeviceView> partials, Dev
         throw ShapeError("gradient_sum: " + std::to_string(partials.size()) + " partial gradients, the kernel adds at most " +
                          std::to_string(max_gradient_partials));
     check_range(images, total.shape, "gradient_sum");
+    Walk walk = walk_for({total});
+    for (const ConstDeviceView& p : partials)
+        if (p.pixel_stride != 0) walk = Walk::pixel_rows;
     ConstDeviceImages parts[max_gradient_partials];
     for (std::size_t k = 0; k < partials.size(); ++k) {
         if (!(partials[k].shape == total.shape))
             throw ShapeError("gradient_sum: a partial gradient of shape " + to_string(partials[k].shape) +
                              " does not match the total " + to_string(total.shape));
-        parts[k] = images_of(partials[k], images);
+        parts[k] = images_of(partials[k], images, walk);
     }
-    check_launch(launch_gradient_sum(parts, static_cast<std::uint32_t>(partials.size()), images_of(total, images),
-                                     lane.stream),
+    check_launch(launch_gradient_sum(parts, static_cast<std::uint32_t>(partials.size()),
+                                     images_of(total, images, walk), lane.stream),
                  "gradient sum");
 }
 

@@ -49,9 +49,23 @@ namespace braid::samples::cuda {
 using DeviceView = TensorView<float>;  // pointers into device memory
 using ConstDeviceView = TensorView<const float>;
 
-// Images [range) of a view as a kernel argument.
-DeviceImages images_of(const DeviceView& v, ImageRange range);
-ConstDeviceImages images_of(const ConstDeviceView& v, ImageRange range);
+// How a kernel walks its views:
+//   images        image by image; a view with a pixel stride (an NHWC
+//                 channel slice) is refused, as the kernel could not say
+//                 where its pixels lie;
+//   pixel_rows    as rows of one pixel's channels: images x H x W rows of
+//                 C floats, pixel_stride apart for an NHWC channel slice,
+//                 C for whole images (elementwise work and NHWC batch
+//                 norm, which do not care where a pixel lies);
+//   pixel_stride  image by image, the caller passing the pixel stride on
+//                 to the kernel (the pools' y and dy).
+enum class Walk : std::uint8_t { images, pixel_rows, pixel_stride };
+// pixel_rows when one of the views is an NHWC channel slice, else images.
+Walk walk_for(std::initializer_list<ConstDeviceView> views);
+
+// Images [range) of a view as a kernel argument, walked as `walk` says.
+DeviceImages images_of(const DeviceView& v, ImageRange range, Walk walk = Walk::images);
+ConstDeviceImages images_of(const ConstDeviceView& v, ImageRange range, Walk walk = Walk::images);
 
 // Throws braid::cuda::CudaError naming `what` when a launch failed.
 void check_launch(cudaError_t status, const std::string& what);

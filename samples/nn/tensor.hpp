@@ -73,6 +73,11 @@ struct TensorView {
     T* data = nullptr;
     Shape4 shape;                   // the logical shape of this view (n = the whole batch)
     std::uint64_t image_stride = 0;  // elements from one image's start to the next
+    // Set only for an NHWC channel slice of a concat's buffer (the GPU
+    // backend's channels-last views): elements from one pixel's first
+    // channel to the next's, the whole buffer's channel count. 0: an
+    // image's elements are adjacent (NCHW planes, or whole NHWC images).
+    std::uint64_t pixel_stride = 0;
 
     T* image(std::uint32_t n) const noexcept { return data + n * image_stride; }
     T* plane(std::uint32_t n, std::uint32_t c) const noexcept { return image(n) + c * shape.plane_elements(); }
@@ -84,7 +89,7 @@ struct TensorView {
     template <class U = T>
         requires(!std::is_const_v<U>)
     operator TensorView<const U>() const noexcept {
-        return TensorView<const U>{data, shape, image_stride};
+        return TensorView<const U>{data, shape, image_stride, pixel_stride};
     }
 };
 

@@ -8,7 +8,8 @@ namespace {
 
 class Binder {
 public:
-    Binder(const TrainingGraph& graph, const RootMemory& root) : graph_(graph), root_(root) {}
+    Binder(const TrainingGraph& graph, const RootMemory& root, bool channels_last)
+        : graph_(graph), root_(root), channels_last_(channels_last) {}
 
     std::byte* bytes(BufferId b) const {
         const braid::Buffer& buf = graph_.graph.buffer(b);
@@ -19,7 +20,10 @@ public:
         return reinterpret_cast<T*>(bytes(b));
     }
     float* ptr(BufferId b) const { return data<float>(b); }
-    bound::Out view(BufferId b) const { return tensor_view(graph_, b, root_(graph_.graph.buffer(b).root)); }
+    bound::Out view(BufferId b) const {
+        std::byte* base = root_(graph_.graph.buffer(b).root);
+        return channels_last_ ? channels_last_view(graph_, b, base) : tensor_view(graph_, b, base);
+    }
     bound::In cview(BufferId b) const { return view(b); }
     // Parameter i of a layer that may have fewer (a bias), or null.
     float* optional(std::size_t i, const std::vector<BufferId>& v) const { return i < v.size() ? ptr(v[i]) : nullptr; }
@@ -156,15 +160,16 @@ private:
 
     const TrainingGraph& graph_;
     const RootMemory& root_;
+    bool channels_last_;
 };
 
 }  // namespace
 
-BoundOp bind_op(const TrainingGraph& graph, OpId op, const RootMemory& root) {
+BoundOp bind_op(const TrainingGraph& graph, OpId op, const RootMemory& root, bool channels_last) {
     if (op >= graph.ops.size())
         throw braid::GraphError("bind_op: op " + std::to_string(op) + " is not in a graph of " +
                                 std::to_string(graph.ops.size()) + " ops");
-    return BoundOp{op, graph.ops[op].layer, Binder(graph, root).op(op)};
+    return BoundOp{op, graph.ops[op].layer, Binder(graph, root, channels_last).op(op)};
 }
 
 }  // namespace braid::samples

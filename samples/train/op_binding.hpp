@@ -204,9 +204,10 @@ struct BoundOp {
 // The base address of a root buffer's memory in the backend.
 using RootMemory = std::function<std::byte*(BufferId root)>;
 
-// Op `op` of `graph` over the memory `root` gives. Throws braid::GraphError
+// Op `op` of `graph` over the memory `root` gives; with `channels_last`,
+// activation views are NHWC (channels_last_view). Throws braid::GraphError
 // naming the layer and role when no record describes the op.
-BoundOp bind_op(const TrainingGraph& graph, OpId op, const RootMemory& root);
+BoundOp bind_op(const TrainingGraph& graph, OpId op, const RootMemory& root, bool channels_last = false);
 
 // The images a body works on: the context's range, or the whole batch when it gives none.
 inline ImageRange op_images(const braid::OpContext& ctx, std::uint32_t batch) {

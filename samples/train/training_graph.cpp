@@ -41,6 +41,24 @@ TensorView<float> tensor_view(const TrainingGraph& tg, BufferId buffer, std::byt
                              tg.buffers.at(buffer).shape, stride};
 }
 
+TensorView<float> channels_last_view(const TrainingGraph& tg, BufferId buffer, std::byte* root_base) {
+    TensorView<float> v = tensor_view(tg, buffer, root_base);
+    const braid::Buffer& b = tg.graph.buffer(buffer);
+    if (!b.parent) return v;
+    const braid::Buffer& whole = tg.graph.buffer(*b.parent);
+    const Shape4& all = tg.buffers.at(*b.parent).shape;
+    const std::uint64_t plane = v.shape.plane_elements();
+    const std::uint64_t first = b.offset_bytes / sizeof(float);  // channel c0's plane of image 0 in NCHW terms
+    if (whole.parent || all.plane_elements() != plane || plane == 0 || b.offset_bytes % sizeof(float) != 0 ||
+        first % plane != 0 || first / plane + v.shape.c > all.c)
+        throw braid::GraphError("buffer '" + b.name + "' is not a channel slice of '" + whole.name +
+                                "', so it has no NHWC view");
+    v.data = reinterpret_cast<float*>(root_base + whole.root_offset_bytes) + first / plane;
+    v.image_stride = all.image_elements();
+    v.pixel_stride = all.c;
+    return v;
+}
+
 OpId TrainingGraph::op(LayerId layer, OpRole role) const {
     const LayerOps& o = layer_ops.at(layer);
     std::optional<OpId> id;

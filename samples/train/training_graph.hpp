@@ -134,6 +134,11 @@ TrainingGraph build_training_graph(Network network, const SgdConfig& optimizer, 
 // concat's C*H*W for a channel slice). For a cuDNN descriptor: nStride =
 // image_stride, cStride = H*W, hStride = W, wStride = 1.
 TensorView<float> tensor_view(const TrainingGraph& tg, BufferId buffer, std::byte* root_base);
+// The same buffer where activations are NHWC: whole tensors as
+// tensor_view; a concat's channel slice starts at its first channel of the
+// first pixel, its pixels the concat's channel count apart (pixel_stride).
+// Throws braid::GraphError when a view is not a channel slice of its parent.
+TensorView<float> channels_last_view(const TrainingGraph& tg, BufferId buffer, std::byte* root_base);
 // The image stride of that view, in floats: C*H*W of the buffer's own shape
 // for a whole tensor, more for a channel slice (at batch 1, where a slice is
 // one chunk, its own C*H*W too).

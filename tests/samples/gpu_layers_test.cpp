@@ -445,6 +445,29 @@ TEST_CASE("pooling: cuDNN forward where floor rounding fits, own kernels for cei
             if (pool.uses_cudnn()) check_close(got_y, y, library_tol, "cuDNN NHWC pool forward");
             else check_bitwise(got_y, y, "own NHWC pool forward");
             check_bitwise(transposed(gdx.host(), c.in, false), dx, "own NHWC pool backward");
+            // y into and dy from NHWC channel slices (channels 2 .. 2 + C of C + 5, a concat's):
+            // the own kernels with the slice's pixel stride, the same bits, the rest untouched.
+            const std::uint32_t wide = out.c + 5;
+            const std::uint64_t pixels = std::uint64_t{out.n} * out.plane_elements();
+            const std::vector<float> dy_nhwc = transposed(dy, out, true);
+            std::vector<float> dy_wide(pixels * wide, -3.0f);
+            for (std::uint64_t p = 0; p < pixels; ++p)
+                for (std::uint32_t k = 0; k < out.c; ++k) dy_wide[p * wide + 2 + k] = dy_nhwc[p * out.c + k];
+            DeviceVector<float> gyw(std::vector<float>(pixels * wide, 7.0f)), gdyw(dy_wide), gdx2(c.in.elements());
+            const TensorView<float> ys{gyw.get() + 2, out, out.plane_elements() * wide, wide},
+                dys{gdyw.get() + 2, out, out.plane_elements() * wide, wide};
+            pool.forward(lane(), gx.view(c.in), ys, whole_batch(c.in));
+            pool.backward_data(lane(), gx.view(c.in), ys, dys, gdx2.view(c.in), whole_batch(c.in));
+            const std::vector<float> yw = gyw.host();
+            std::vector<float> y_slice;
+            bool outside = true;
+            for (std::uint64_t k = 0; k < yw.size(); ++k) {
+                if (k % wide >= 2 && k % wide < 2 + out.c) y_slice.push_back(yw[k]);
+                else outside = outside && yw[k] == 7.0f;
+            }
+            CHECK(outside);
+            check_bitwise(transposed(y_slice, out, false), y, "own NHWC pool forward into a channel slice");
+            check_bitwise(transposed(gdx2.host(), c.in, false), dx, "own NHWC pool backward from channel slices");
         }
     }
     {
@@ -586,6 +609,44 @@ TEST_CASE("batch norm over NHWC views (own kernels and cuDNN's): the reference's
                 check_bitwise(gy2, gy, "NHWC batch norm forward, second run");
                 check_bitwise(gdx2, gdx, "NHWC batch norm backward data, second run");
                 check_bitwise(stats2, stats, "NHWC statistics and weight gradient, second run");
+                {
+                    // y into and dy from NHWC channel slices (channels 4 .. 4 + c of c + 8, as a
+                    // concat's), walked as rows of pixels: the own kernels' whole-tensor bits, the
+                    // rest of the buffer untouched; cuDNN's declines them and says so.
+                    const std::uint32_t wide = c + 8;
+                    const std::uint64_t pixels = std::uint64_t{in.n} * in.plane_elements();
+                    const std::vector<float> dy_nhwc = to_float(transposed(dy, in, true));
+                    std::vector<float> dy_wide(pixels * wide, -3.0f);
+                    for (std::uint64_t p = 0; p < pixels; ++p)
+                        for (std::uint32_t k = 0; k < c; ++k) dy_wide[p * wide + 4 + k] = dy_nhwc[p * c + k];
+                    DeviceVector<float> gyw(std::vector<float>(pixels * wide, 7.0f)), gdyw(dy_wide), smean(c),
+                        sinv(c), grmean(c, 0.25f), grvar(c, 1.5f), gdx_rows(in.elements()), gdgamma(c), gdbeta(c);
+                    const TensorView<float> ys{gyw.get() + 4, in, in.plane_elements() * wide, wide},
+                        dys{gdyw.get() + 4, in, in.plane_elements() * wide, wide};
+                    cuda::CudaBatchNorm sliced("bn.nhwc.pixels", layer, o);
+                    sliced.forward_training(lane(), gx.view(in), ggamma.get(), gbeta.get(), ys, smean.get(),
+                                            sinv.get(), grmean.get(), grvar.get());
+                    sliced.backward_data(lane(), gx.view(in), dys, ggamma.get(), smean.get(), sinv.get(),
+                                         gdx_rows.view(in), ys, gdgamma.get(), gdbeta.get());
+                    const std::vector<float> yw = gyw.host();
+                    std::vector<float> y_slice;
+                    bool outside = true;
+                    for (std::uint64_t k = 0; k < yw.size(); ++k) {
+                        if (k % wide >= 4 && k % wide < 4 + c) y_slice.push_back(yw[k]);
+                        else outside = outside && yw[k] == 7.0f;
+                    }
+                    CHECK(outside);
+                    const std::vector<float> y_got = transposed(y_slice, in, false), dx_got = transposed(gdx_rows.host(), in, false);
+                    if (kernels == cuda::BatchNormKernels::own) {
+                        check_bitwise(y_got, gy, "NHWC batch norm forward into a channel slice");
+                        check_bitwise(dx_got, gdx, "NHWC batch norm backward data from channel slices");
+                    } else {
+                        check_close(y_got, y, reduction_tol, "NHWC batch norm forward into a channel slice");
+                        check_close(dx_got, dx, library_tol, "NHWC batch norm backward data from channel slices");
+                        CHECK(sliced.note().find("NHWC channel slice") != std::string::npos);
+                        CHECK(sliced.cudnn_passes() == 0);
+                    }
+                }
                 // The weight gradient alone (own kernels always) gives the shared sums' bits.
                 DeviceVector<float> gmean(part(0)), ginv(part(1)), gyv(transposed(gy, in, true)), wg(c), wb(c);
                 bn.backward_weight(lane(), gx.view(in), gdy.view(in), gmean.get(), ginv.get(), wg.get(), wb.get(),

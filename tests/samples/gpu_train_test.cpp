@@ -91,16 +91,44 @@ void check_plan_bits(const TrainingGraph& tg, const braid::Plan& plan, CudaRunOp
     }
 }
 
-// Two serial steps of near_host_config(net) with `exact` (deterministic,
-// FP32) against HostModel's: the loss, and every weight within near_host.hpp's bounds.
-void check_steps_near_host(const std::string& net, const CudaRunOptions& exact) {
-    const TrainingGraph tg = build_training_graph(samples_test::near_host_config(net));
+// Two serial steps of `config` with `exact` (deterministic, FP32) against
+// HostModel's: the loss, and every weight within near_host.hpp's bounds.
+void check_steps_near_host(const TrainConfig& config, const CudaRunOptions& exact) {
+    const TrainingGraph tg = build_training_graph(config);
     HostModel host(tg);
     for (int it = 0; it < 2; ++it) host.run_serial_iteration();
     double gpu_loss = 0.0;
     const WeightSnapshot gpu = train(tg, braid::strategy::serial(tg.graph), exact, 2, &gpu_loss);
     CHECK(gpu_loss == doctest::Approx(host.loss()).epsilon(1e-4));
     check_near_host(gpu, snapshot_weights(host));
+}
+void check_steps_near_host(const std::string& net, const CudaRunOptions& exact) {
+    check_steps_near_host(samples_test::near_host_config(net), exact);
+}
+
+// `check(tg, plan, options)` for `c` with separate and fused ReLUs (shared
+// sums with fused ones), own and cuDNN batch norms (cuDNN's with fused
+// ReLUs only unless `cudnn_unfused`): braid's plan, NHWC, deterministic.
+template <class F>
+void for_each_nhwc_setting(TrainConfig c, bool cudnn_unfused, F&& check) {
+    for (const bool fused : {false, true}) {
+        c.model.fuse_relu = fused;
+        c.model.share_batch_norm_sums = fused;
+        CAPTURE(fused);
+        const TrainingGraph tg = build_training_graph(c);
+        REQUIRE(channels_last_unfit(tg.network) == "");
+        const braid::Plan plan = braid_plan(tg);
+        for (const bool cudnn_bn : {false, true}) {
+            if (cudnn_bn && !fused && !cudnn_unfused) continue;
+            CAPTURE(cudnn_bn);
+            CudaRunOptions o;
+            o.deterministic = true;
+            o.channels_last = true;
+            o.cudnn_batch_norm = cudnn_bn;
+            o.split_granule = split_granule(plan, tg.graph);
+            check(tg, plan, o);
+        }
+    }
 }
 
 // Each splittable op in `parts` parts, all on one stream, in topological order.
@@ -298,25 +326,8 @@ TEST_CASE("cuDNN's batch norm: braid's plan gives the serial bits, eager and gra
 }
 
 TEST_CASE("NHWC activations: braid's plan gives the serial bits, eager and graph mode, own and cuDNN batch norm; training stays near the host") {
-    TrainConfig c = small("resnet50");
-    for (const bool fused : {false, true}) {
-        c.model.fuse_relu = fused;
-        c.model.share_batch_norm_sums = fused;
-        CAPTURE(fused);
-        const TrainingGraph tg = build_training_graph(c);
-        REQUIRE(channels_last_unfit(tg.network) == "");
-        const braid::Plan plan = braid_plan(tg);
-        for (const bool cudnn_bn : {false, true}) {
-            if (cudnn_bn && !fused) continue;  // cuDNN's batch norm as it is used: with shared sums
-            CAPTURE(cudnn_bn);
-            CudaRunOptions o;
-            o.deterministic = true;
-            o.channels_last = true;
-            o.cudnn_batch_norm = cudnn_bn;
-            o.split_granule = split_granule(plan, tg.graph);
-            check_plan_bits(tg, plan, o);
-        }
-    }
+    // cuDNN's batch norm as it is used: with shared sums.
+    for_each_nhwc_setting(small("resnet50"), false, check_plan_bits);
     // KRSC filters on the device, KCRS in snapshots: an NHWC model starts from HostModel's bits.
     {
         const TrainingGraph tg = build_training_graph(samples_test::near_host_config("resnet18"));
@@ -334,6 +345,29 @@ TEST_CASE("NHWC activations: braid's plan gives the serial bits, eager and graph
     exact.tf32 = false;
     exact.channels_last = true;
     check_steps_near_host("resnet18", exact);
+    // Inception-v3: its concats' inputs are NHWC channel slices (batch norm
+    // + ReLU and max pools write them, pixels the concat's channels apart).
+    TrainConfig v = small("inception_v3");
+    v.model.image = 75;
+    v.model.aux_classifiers = false;
+    for_each_nhwc_setting(v, true, [](const TrainingGraph& tg, const braid::Plan& plan, const CudaRunOptions& o) {
+        if (o.cudnn_batch_norm) {  // the slices' batch norms run on the own kernels, and say so
+            CudaTrainer t(tg, plan, o);
+            t.warm_up();
+            const CudaTrainer::BatchNormUse use = t.batch_norm_use();
+            CHECK(use.cudnn_passes > 0);
+            CHECK(use.own_passes > 0);
+            bool named = false;
+            for (const std::string& d : use.declined) named = named || d.find("NHWC channel slice") != std::string::npos;
+            CHECK(named);
+        }
+        check_plan_bits(tg, plan, o);
+    });
+    TrainConfig near = samples_test::near_host_config("inception_v3");
+    near.model.image = 75;
+    near.model.aux_classifiers = false;
+    check_steps_near_host(near, exact);
+
     // A network NHWC cannot take is refused, naming the layer.
     const TrainingGraph g = build_training_graph(samples_test::near_host_config("googlenet"));
     CHECK_THROWS_WITH_AS(CudaTrainer(g, braid::strategy::serial(g.graph), exact),

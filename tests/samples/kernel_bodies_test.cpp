@@ -182,6 +182,49 @@ TEST_CASE("pool kernel bodies: forward, and the two-pass max backward with the r
                                     pool_backward_at(q, q.max ? argmax_nhwc.data() : nullptr, hdy, hdx.c, t);
                             });
                             CHECK(same_bits(transposed(dx_nhwc, in, false), dx));
+
+                            // y and dy as NHWC channel slices of wider buffers (a concat's: pixels
+                            // out.c + 3 floats apart, from channel 2 on): the same bits, nothing else written.
+                            PoolArgs r = q;
+                            r.out_pixel_stride = out.c + 3;
+                            const std::uint64_t pixels = std::uint64_t{out.n} * out.plane_elements();
+                            std::vector<float> wide_y(pixels * r.out_pixel_stride, 9.0f),
+                                wide_dy(pixels * r.out_pixel_stride, -7.0f);
+                            const auto in_slice = [&](std::uint64_t k) {
+                                return k % r.out_pixel_stride >= 2 && k % r.out_pixel_stride < 2 + out.c;
+                            };
+                            const auto slice_values = [&](const std::vector<float>& wide) {
+                                std::vector<float> got;
+                                for (std::uint64_t k = 0; k < wide.size(); ++k)
+                                    if (in_slice(k)) got.push_back(wide[k]);
+                                return got;
+                            };
+                            for (std::uint64_t px = 0; px < pixels; ++px)
+                                for (std::uint32_t c = 0; c < out.c; ++c)
+                                    wide_dy[px * r.out_pixel_stride + 2 + c] = dy_nhwc[px * out.c + c];
+                            const std::uint64_t wide_image = out.plane_elements() * r.out_pixel_stride;
+                            const DeviceImages sy{wide_y.data() + 2, out.n, out.c, out.h, out.w, wide_image};
+                            emulate(out.elements(), [&](std::uint64_t t) {
+                                sy.data[pool_output_offset(r, sy.c, sy.image_stride, t)] = pool_forward_at(r, hx, t);
+                            });
+                            CHECK(same_bits(slice_values(wide_y), y_nhwc));
+                            bool outside = true;
+                            for (std::uint64_t k = 0; k < wide_y.size(); ++k)
+                                outside = outside && (in_slice(k) || wide_y[k] == 9.0f);
+                            CHECK(outside);
+                            std::vector<std::int32_t> argmax_slice(out.elements(), -2);
+                            if (r.max)
+                                emulate(out.elements(), [&](std::uint64_t t) {
+                                    argmax_slice[t] = pool_argmax_at(r, hx, ConstDeviceImages(sy), t);
+                                });
+                            CHECK(argmax_slice == argmax_nhwc);
+                            const ConstDeviceImages sdy(wide_dy.data() + 2, out.n, out.c, out.h, out.w, wide_image);
+                            std::vector<float> dx_slice(in.elements(), 4.5f);
+                            emulate(in.elements(), [&](std::uint64_t t) {
+                                dx_slice[pool_input_offset(r, in.c, in.image_elements(), t)] =
+                                    pool_backward_at(r, r.max ? argmax_slice.data() : nullptr, sdy, in.c, t);
+                            });
+                            CHECK(same_bits(dx_slice, dx_nhwc));
                             ++cases;
                         }
     CHECK(cases > 300);
@@ -519,6 +562,114 @@ TEST_CASE("batch norm over NHWC views: each channel's lane reads its floats once
           2 * std::size_t{256} * s * sizeof(double) + 2 * std::size_t{256} * sizeof(float));
     CHECK(s * channels_last_groups(256) <= 1024 + channels_last_groups(256));
     CHECK(channels_last_slices(1, 2048, 1, 1) == 1);
+}
+
+TEST_CASE("NHWC channel slices as rows of pixels: batch norm visits the pixels in the whole-image order and writes the same bits") {
+    for (const Shape4 s : {Shape4{3, 8, 7, 7}, Shape4{2, 40, 3, 4}, Shape4{1, 12, 2, 2}, Shape4{2, 6, 5, 5}}) {
+        CAPTURE(to_string(s));
+        const std::uint64_t plane = s.plane_elements(), pixels = std::uint64_t{s.n} * plane;
+        const auto rows = static_cast<std::uint32_t>(pixels);
+        // The reduction's partition: the same slices, and each thread the same pixels in the same order.
+        const std::uint32_t slices = channels_last_slices(s.n, s.c, s.h, s.w);
+        CHECK(channels_last_slices(rows, s.c, 1, 1) == slices);
+        const std::uint32_t wide = s.c + 8;  // the concat's channels; this slice starts at channel 4
+        bool same_order = true;
+        for (std::uint32_t slice = 0; slice < slices; ++slice)
+            for (unsigned row = 0; row < channels_last_rows; ++row) {
+                std::vector<std::uint64_t> whole, sliced;
+                for (ChannelWalk<1> it(s.n, plane, slice, slices, row, channels_last_rows); it.valid(); it.next())
+                    whole.push_back(it.at_channels_last(s.image_elements(), s.c, 0) / s.c);
+                for (ChannelWalk<1> it(rows, 1, slice, slices, row, channels_last_rows); it.valid(); it.next())
+                    sliced.push_back(it.at_channels_last(wide, s.c, 0) / wide);
+                same_order = same_order && whole == sliced;
+            }
+        CHECK(same_order);
+
+        // Normalize into y and dx from dy, y and dy slices of wide buffers, as the launches walk them.
+        const auto hx = random_floats(s.elements(), 51), hdy = random_floats(s.elements(), 52);
+        const auto gamma = random_floats(s.c, 53), beta = random_floats(s.c, 54), mean = random_floats(s.c, 55);
+        std::vector<float> inv_std = random_floats(s.c, 56), mean_dy = random_floats(s.c, 57),
+                           mean_dy_xhat = random_floats(s.c, 58);
+        for (float& v : inv_std) v = std::abs(v) + 0.5f;
+        std::vector<float> wide_y(pixels * wide, 7.0f), wide_dy(pixels * wide, -3.0f);
+        for (std::uint64_t p = 0; p < pixels; ++p)
+            std::memcpy(&wide_dy[p * wide + 4], &hdy[p * s.c], s.c * sizeof(float));
+        const auto slice_of = [&](std::vector<float>& v) {
+            return TensorView<float>{v.data() + 4, s, plane * wide, wide};
+        };
+        const TensorView<float> y_view = slice_of(wide_y), dy_view = slice_of(wide_dy);
+        const ConstDeviceView x_view = TensorView<const float>::dense(hx.data(), s);
+        CHECK(walk_for({x_view, y_view}) == Walk::pixel_rows);
+        CHECK(walk_for({x_view}) == Walk::images);
+        const ImageRange all = whole_batch(s);
+        const ConstDeviceImages xr = images_of(x_view, all, Walk::pixel_rows);
+        const DeviceImages yr = images_of(y_view, all, Walk::pixel_rows);
+        const ConstDeviceImages dyr = images_of(ConstDeviceView(dy_view), all, Walk::pixel_rows);
+        CHECK(xr.images == rows);
+        CHECK(xr.image_stride == s.c);
+        CHECK(yr.image_stride == wide);
+        CHECK(yr.h * yr.w == 1);
+        for (const bool relu : {false, true})
+            for (const int v : {1, 4}) {
+                if (s.c % static_cast<std::uint32_t>(v) != 0) continue;
+                CAPTURE(relu);
+                CAPTURE(v);
+                const ChannelsLastNormalize n{mean.data(), inv_std.data(), gamma.data(), beta.data(), relu};
+                const ChannelsLastBackward b{gamma.data(), mean.data(), inv_std.data(), mean_dy.data(),
+                                             mean_dy_xhat.data()};
+                // The whole-image reference: dense NHWC views, per image.
+                std::vector<float> y(s.elements()), dx(s.elements()), dx_rows(s.elements(), 5.0f);
+                const UnitGrid g = unit_grid(s.n, s.image_elements(), v, false);
+                const ConstDeviceImages xd(hx.data(), s.n, s.c, s.h, s.w, s.image_elements()),
+                    dyd(hdy.data(), s.n, s.c, s.h, s.w, s.image_elements());
+                const DeviceImages yd{y.data(), s.n, s.c, s.h, s.w, s.image_elements()},
+                    dxd{dx.data(), s.n, s.c, s.h, s.w, s.image_elements()};
+                const UnitGrid gr = unit_grid(rows, s.c, v, contiguous({xr, ConstDeviceImages(yr)}));
+                CHECK(gr.units == g.units);
+                std::fill(wide_y.begin(), wide_y.end(), 7.0f);
+                emulate(g.units, [&](std::uint64_t u) {
+                    if (v == 4) {
+                        batch_norm_normalize_unit<4>(n, g, xd, yd, u);
+                        batch_norm_normalize_unit<4>(n, gr, xr, yr, u);
+                    } else {
+                        batch_norm_normalize_unit<1>(n, g, xd, yd, u);
+                        batch_norm_normalize_unit<1>(n, gr, xr, yr, u);
+                    }
+                });
+                std::vector<float> got, outside;
+                for (std::uint64_t k = 0; k < wide_y.size(); ++k)
+                    (k % wide >= 4 && k % wide < 4 + s.c ? got : outside).push_back(wide_y[k]);
+                CHECK(same_bits(got, y));
+                CHECK(std::all_of(outside.begin(), outside.end(), [](float f) { return f == 7.0f; }));
+                // dx: dy and the fused ReLU's y are slices, dx whole.
+                const ConstDeviceImages mask_d = relu ? ConstDeviceImages(yd) : ConstDeviceImages{};
+                const ConstDeviceImages mask_r = relu ? ConstDeviceImages(yr) : ConstDeviceImages{};
+                const DeviceImages dxr = images_of(TensorView<float>::dense(dx_rows.data(), s), all, Walk::pixel_rows);
+                emulate(g.units, [&](std::uint64_t u) {
+                    if (v == 4) {
+                        batch_norm_dx_unit<4>(b, g, xd, dyd, mask_d, dxd, u);
+                        batch_norm_dx_unit<4>(b, gr, xr, dyr, mask_r, dxr, u);
+                    } else {
+                        batch_norm_dx_unit<1>(b, g, xd, dyd, mask_d, dxd, u);
+                        batch_norm_dx_unit<1>(b, gr, xr, dyr, mask_r, dxr, u);
+                    }
+                });
+                CHECK(same_bits(dx_rows, dx));
+            }
+    }
+    // A slice reaching a kernel of whole images is refused; an NCHW slice has no rows of pixels.
+    std::vector<float> buffer(2 * 4 * 3 * 3);
+    const TensorView<float> nhwc_slice{buffer.data(), {2, 2, 3, 3}, 36, 4};
+    CHECK_THROWS_WITH_AS(images_of(nhwc_slice, {0, 2}),
+                         doctest::Contains("an NHWC channel slice (2x2x3x3, pixels 4 floats apart) reached a kernel "
+                                           "that takes whole images only"),
+                         ShapeError);
+    CHECK(images_of(nhwc_slice, {0, 2}, Walk::pixel_stride).image_stride == 36);
+    const TensorView<float> nchw_slice{buffer.data(), {2, 2, 3, 3}, 36};
+    CHECK_THROWS_WITH_AS(images_of(nchw_slice, {0, 2}, Walk::pixel_rows),
+                         doctest::Contains("an NCHW channel slice (2x2x3x3, images 36 floats apart) cannot be walked"),
+                         ShapeError);
+    CHECK(images_of(nchw_slice, {1, 2}, Walk::pixel_rows).images == 9);
 }
 
 TEST_CASE("multi-tensor SGD: every element of every tensor updated once, by the chunk its block owns, as the reference") {

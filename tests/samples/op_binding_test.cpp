@@ -6,7 +6,9 @@
 // this is what keeps concurrent plans to the serial bits on every backend.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -274,6 +276,63 @@ TEST_CASE("one binder for every backend: each op's record touches exactly the bu
             CAPTURE(bucketed);
             const TrainingGraph tg = build_training_graph(c);
             CHECK(check_bindings(tg) == tg.graph.op_count());
+        }
+}
+
+TEST_CASE("channels-last views: whole tensors as in NCHW; a concat's slices start at their first channel, pixels the concat's channels apart, and tile its channels") {
+    for (const std::string name : {"googlenet", "inception_v3"})
+        for (const std::uint32_t batch : {1u, 2u}) {  // at batch 1 a slice is one chunk
+            CAPTURE(name);
+            CAPTURE(batch);
+            TrainConfig c;
+            c.model.net = name;
+            c.model.batch = batch;
+            c.model.image = default_image(name);
+            c.model.width_scale = 0.25;
+            const TrainingGraph tg = build_training_graph(c);
+            const auto base = [](braid::BufferId root) { return reinterpret_cast<std::byte*>(fake_base(root)); };
+            std::map<braid::BufferId, std::vector<std::pair<std::uint32_t, std::uint32_t>>> channels;  // per concat buffer
+            for (const braid::Buffer& b : tg.graph.buffers()) {
+                if (tg.buffers[b.id].element != ElementType::f32) continue;
+                CAPTURE(b.name);
+                const TensorView<float> nchw = tensor_view(tg, b.id, base(b.root));
+                const TensorView<float> nhwc = channels_last_view(tg, b.id, base(b.root));
+                if (!b.parent) {
+                    CHECK(nhwc.data == nchw.data);
+                    CHECK(nhwc.image_stride == nchw.image_stride);
+                    CHECK(nhwc.pixel_stride == 0);
+                    continue;
+                }
+                const Shape4 whole = tg.buffers[*b.parent].shape;
+                const float* start = reinterpret_cast<const float*>(base(b.root) + tg.graph.buffer(*b.parent).root_offset_bytes);
+                const auto first = static_cast<std::uint32_t>((nchw.data - start) / static_cast<std::ptrdiff_t>(whole.plane_elements()));
+                CHECK(nhwc.data == start + first);
+                CHECK(nhwc.pixel_stride == whole.c);
+                CHECK(nhwc.image_stride == whole.image_elements());
+                CHECK(nhwc.shape == nchw.shape);
+                channels[*b.parent].emplace_back(first, first + nchw.shape.c);
+            }
+            // Each concat's value (and gradient) slices cover its channels once: disjoint in NHWC as in NCHW.
+            CHECK(channels.size() >= 2);
+            for (auto& [parent, ranges] : channels) {
+                CAPTURE(tg.graph.buffer(parent).name);
+                std::sort(ranges.begin(), ranges.end());
+                std::uint32_t next = 0;
+                for (const auto& [lo, hi] : ranges) {
+                    CHECK(lo == next);
+                    next = hi;
+                }
+                CHECK(next == tg.buffers[parent].shape.c);
+            }
+            // The binder hands ops these views: a branch's last batch norm writes its slice.
+            const RootMemory memory = base;
+            std::size_t slices = 0;
+            for (const braid::Op& op : tg.graph.ops()) {
+                const BoundOp bound = bind_op(tg, op.id, memory, true);
+                if (const auto* f = std::get_if<bound::BnForward>(&bound.args); f && f->y.pixel_stride != 0) ++slices;
+                if (const auto* f = std::get_if<bound::ReluForward>(&bound.args); f && f->y.pixel_stride != 0) ++slices;
+            }
+            CHECK(slices > 0);
         }
 }
 
