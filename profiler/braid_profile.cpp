@@ -100,8 +100,7 @@ int main(int argc, char** argv) {
     std::string layout = "nchw";
     CLI::Option* layout_option =
         app.add_option("--layout", layout,
-                       "a bundled net's activations: NCHW, or NHWC with KRSC filters (networks without LRN, "
-                       "convolution biases or concat branches ending in a convolution)")
+                       "a bundled net's activations: NCHW, or NHWC with KRSC filters")
             ->check(CLI::IsMember({"nchw", "nhwc"}))
             ->capture_default_str();
     app.footer(

@@ -136,8 +136,8 @@ void add_options(CLI::App& app, Options& o) {
         ->check(CLI::IsMember({"own", "cudnn"}))
         ->capture_default_str();
     app.add_option("--layout", o.layout,
-                   "activations NCHW, or NHWC with KRSC filters (keys <net>_nhwc; networks without LRN, convolution "
-                   "biases or concat branches ending in a convolution)")
+                   "activations NCHW, or NHWC with KRSC filters (keys <net>_nhwc; networks without concat branches "
+                   "ending in a convolution: every bundled net)")
         ->check(CLI::IsMember({"nchw", "nhwc"}))
         ->capture_default_str();
 }

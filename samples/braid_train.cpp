@@ -635,9 +635,9 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"own", "cudnn", "auto"}))
         ->capture_default_str();
     app.add_option("--layout", o.layout,
-                   "cuda: activations NCHW, or NHWC with KRSC filters (networks without LRN, convolution biases or "
-                   "concat branches ending in a convolution), or auto: the faster of the two on this GPU, measured "
-                   "first (docs/samples.md)")
+                   "cuda: activations NCHW, or NHWC with KRSC filters (networks without concat branches ending in a "
+                   "convolution: every bundled net), or auto: the faster of the two on this GPU, measured first "
+                   "(docs/samples.md)")
         ->check(CLI::IsMember({"nchw", "nhwc", "auto"}))
         ->capture_default_str();
     CLI11_PARSE(app, argc, argv);

@@ -18,10 +18,6 @@ Shape4 filter_shape(const Conv2d& c) {
     return {c.config.out_channels, c.in.c / c.config.groups, c.config.kernel.h, c.config.kernel.w};
 }
 
-}  // namespace
-
-namespace {
-
 // Why input tensor t of a concat cannot be an NHWC channel slice of its
 // buffer: the layer writing it (the only other layer that touches it,
 // NetworkBuilder makes sure) must take pixels a stride apart. Batch norm,
@@ -45,19 +41,10 @@ std::string channels_last_unfit(const Network& net) {
     for (const LayerNode& node : net.layers()) {
         const std::string why = std::visit(
             Overloaded{
-                [](const Conv2d& c) -> std::string {
-                    return c.config.bias ? "has a bias (the own bias kernels are NCHW)" : "";
-                },
                 [&](const Concat&) -> std::string {
                     for (const TensorId t : node.inputs)
                         if (std::string slice = slice_unfit(net, t); !slice.empty()) return slice;
                     return "";
-                },
-                [](const Lrn&) -> std::string { return "runs cuDNN's cross-channel LRN, on NCHW views here"; },
-                [](const FullyConnected& f) -> std::string {
-                    return f.in.plane_elements() > 1 ? "flattens " + image_shape_string(f.in) +
-                                                           " images in NCHW order (its weights' columns)"
-                                                     : "";
                 },
                 [](const Dropout& d) -> std::string {
                     return d.in.plane_elements() > 1 ? "draws its mask over " + image_shape_string(d.in) +
@@ -96,6 +83,7 @@ CudaModel::CudaModel(const TrainingGraph& graph, CudaModelOptions options) : gra
             scratch_bytes_ = std::max(scratch_bytes_, convs_[l]->scratch_bytes());
         } else if (const auto* f = std::get_if<FullyConnected>(&node.spec)) {
             fcs_[l] = std::make_unique<cuda::CudaFullyConnected>(node.name, *f, o);
+            scratch_bytes_ = std::max(scratch_bytes_, fcs_[l]->scratch_bytes());
         } else if (const auto* p = std::get_if<Pool2d>(&node.spec)) {
             pools_[l] = std::make_unique<cuda::CudaPool>(node.name, *p, o);
             scratch_bytes_ = std::max(scratch_bytes_, pools_[l]->scratch_bytes());

@@ -43,13 +43,12 @@ struct CudaModelOptions {
 };
 
 // Why `net` cannot run with NHWC activations, naming the first layer that
-// cannot ("" when it can): a convolution with a bias (the own bias kernels
-// are NCHW), a concat whose input is written or read by a layer that
-// cannot take an NHWC channel slice (pixels the concat's channel count
+// cannot ("" when it can): a concat whose input is written by a layer that
+// cannot write an NHWC channel slice (pixels the concat's channel count
 // apart: batch norm, ReLU and add can, a pool can as its output, a
-// convolution cannot), an LRN (cuDNN's cross-channel LRN runs on NCHW
-// views here), and a fully connected layer or dropout over more than one
-// pixel (their weights and masks follow NCHW order).
+// convolution cannot), and a dropout over more than one pixel (its mask
+// follows NCHW order). Biased convolutions, LRN and fully connected layers
+// over many pixels (through an NCHW copy of their features) all take NHWC.
 std::string channels_last_unfit(const Network& net);
 
 class CudaModel {

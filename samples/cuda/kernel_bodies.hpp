@@ -7,6 +7,7 @@
 // kernels.cu adds only the loop and the launch.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 
@@ -339,6 +340,18 @@ BRAID_SAMPLES_HOST_DEVICE inline void batch_norm_dx_unit(const ChannelsLastBackw
     store_floats<V>(dx.data + unit_offset(u, g.units_per_image, g.images, dx.image_stride, V), gv);
 }
 
+// y[pixel, c] += bias[c] over V channels of one pixel (a convolution's
+// bias over NHWC views), the reference's one float add per element.
+template <int V>
+BRAID_SAMPLES_HOST_DEVICE inline void channels_last_bias_unit(const UnitGrid& g, const float* bias, DeviceImages y,
+                                                              std::uint64_t u) {
+    const std::uint32_t c0 = channels_last_unit_channel(g, y.c, V, u);
+    float* p = y.data + unit_offset(u, g.units_per_image, g.images, y.image_stride, V);
+    Floats<V> v = load_floats<V>(p);
+    for (int k = 0; k < V; ++k) v.v[k] = v.v[k] + bias[c0 + static_cast<std::uint32_t>(k)];
+    store_floats<V>(p, v);
+}
+
 // ------------------------------------------------------------ pooling
 
 struct PoolWindow {
@@ -506,6 +519,109 @@ BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t pool_input_offset(const PoolArgs&
     const std::uint64_t per_image = std::uint64_t{channels} * p.in_h * p.in_w;
     const std::uint64_t n = quotient(t, per_image);
     return n * image_stride + (t - n * per_image);
+}
+
+// ------------------------------------------------------------ LRN
+
+// The layer's constants as nn/lrn.cpp forms them in float: alpha / size,
+// and 2 * alpha * beta / size for the backward pass.
+BRAID_SAMPLES_HOST_DEVICE inline LrnArgs lrn_args(std::uint32_t size, float alpha, float beta, float k,
+                                                  bool channels_last) {
+    return {size, alpha / static_cast<float>(size), beta, k, 2.0f * alpha * beta / static_cast<float>(size),
+            channels_last};
+}
+
+// scale^-beta, with the platform's powf (the GPU's differs from glibc's by
+// a few units in the last place at most; the CPU gives the reference's bits).
+BRAID_SAMPLES_HOST_DEVICE inline float lrn_power(float scale, float beta) {
+#if defined(__CUDA_ARCH__)
+    return powf(scale, -beta);
+#else
+    return std::pow(scale, -beta);
+#endif
+}
+
+// Where element t of an LRN's images (whole images, in their memory order:
+// the pools' order, so consecutive threads touch consecutive floats) lies,
+// and the step between its pixel's channels.
+struct LrnElement {
+    std::uint64_t pixel;  // offset of channel 0 of the element's pixel, image stride included
+    std::uint64_t step;   // floats between adjacent channels
+    int c;
+};
+
+BRAID_SAMPLES_HOST_DEVICE inline LrnElement lrn_element(const LrnArgs& a, std::uint32_t channels, std::uint32_t h,
+                                                        std::uint32_t w, std::uint64_t image_stride, std::uint64_t t) {
+    const PoolElement e = pool_element(t, channels, h, w, a.channels_last);
+    const std::uint64_t plane = std::uint64_t{h} * w, i = static_cast<std::uint64_t>(e.h) * w + static_cast<std::uint64_t>(e.w);
+    return {e.n * image_stride + i * pixel_step(channels, a.channels_last), channel_offset(1, plane, a.channels_last),
+            static_cast<int>(e.c)};
+}
+
+// k + alpha / size * the sum of x^2 over channel c's window, added from the
+// window's first channel on, as the reference's scale loop does.
+BRAID_SAMPLES_HOST_DEVICE inline float lrn_scale(const LrnArgs& a, const float* pixel, std::uint64_t step, int c,
+                                                 int channels) {
+    const int half = static_cast<int>(a.size / 2);
+    const int lo = BRAID_SAMPLES_MAX(0, c - half), hi = BRAID_SAMPLES_MIN(channels - 1, c + half);
+    float s = 0.0f;
+    for (int j = lo; j <= hi; ++j) {
+        const float v = pixel[static_cast<std::uint64_t>(j) * step];
+        s += v * v;
+    }
+    return a.k + a.alpha_over_size * s;
+}
+
+// y at element t: x * scale^-beta.
+BRAID_SAMPLES_HOST_DEVICE inline void lrn_forward_at(const LrnArgs& a, ConstDeviceImages x, DeviceImages y,
+                                                     std::uint64_t t) {
+    const LrnElement e = lrn_element(a, x.c, x.h, x.w, x.image_stride, t);
+    const LrnElement o = lrn_element(a, x.c, x.h, x.w, y.image_stride, t);
+    const float* xp = x.data + e.pixel;
+    const float v = xp[static_cast<std::uint64_t>(e.c) * e.step];
+    y.data[o.pixel + static_cast<std::uint64_t>(o.c) * o.step] =
+        v * lrn_power(lrn_scale(a, xp, e.step, e.c, static_cast<int>(x.c)), a.beta);
+}
+
+// dx at element t: dy * scale^-beta, less factor * x * dy_j * y_j / scale_j
+// for every channel j whose window holds c (the windows are symmetric, so
+// those of c's own window), in the reference's order. Each thread forms
+// the scales it needs from x.
+BRAID_SAMPLES_HOST_DEVICE inline void lrn_backward_at(const LrnArgs& a, ConstDeviceImages x, ConstDeviceImages y,
+                                                      ConstDeviceImages dy, DeviceImages dx, std::uint64_t t) {
+    const int channels = static_cast<int>(x.c), half = static_cast<int>(a.size / 2);
+    const LrnElement ex = lrn_element(a, x.c, x.h, x.w, x.image_stride, t);
+    const LrnElement ey = lrn_element(a, x.c, x.h, x.w, y.image_stride, t);
+    const LrnElement ed = lrn_element(a, x.c, x.h, x.w, dy.image_stride, t);
+    const LrnElement eo = lrn_element(a, x.c, x.h, x.w, dx.image_stride, t);
+    const float* xp = x.data + ex.pixel;
+    const float* yp = y.data + ey.pixel;
+    const float* dyp = dy.data + ed.pixel;
+    const int c = ex.c;
+    const std::uint64_t step = ex.step;
+    const float xv = xp[static_cast<std::uint64_t>(c) * step];
+    float g = dyp[static_cast<std::uint64_t>(c) * step] * lrn_power(lrn_scale(a, xp, step, c, channels), a.beta);
+    const int lo = BRAID_SAMPLES_MAX(0, c - half), hi = BRAID_SAMPLES_MIN(channels - 1, c + half);
+    for (int j = lo; j <= hi; ++j) {
+        const std::uint64_t at = static_cast<std::uint64_t>(j) * step;
+        const float ratio = dyp[at] * yp[at] / lrn_scale(a, xp, step, j, channels);
+        g -= a.factor * xv * ratio;
+    }
+    dx.data[eo.pixel + static_cast<std::uint64_t>(c) * step] = g;
+}
+
+// ------------------------------------------------------------ layout copy
+
+// Element t of `out` (in its memory order) from `in`, which holds the same
+// whole images in the other layout: NCHW to NHWC (to_channels_last) or back.
+BRAID_SAMPLES_HOST_DEVICE inline void layout_copy_at(ConstDeviceImages in, DeviceImages out, bool to_channels_last,
+                                                     std::uint64_t t) {
+    const PoolElement e = pool_element(t, in.c, in.h, in.w, to_channels_last);
+    const std::uint64_t plane = std::uint64_t{in.h} * in.w;
+    const std::uint64_t i = static_cast<std::uint64_t>(e.h) * in.w + static_cast<std::uint64_t>(e.w);
+    out.data[e.n * out.image_stride + (t - e.n * in.image_elements())] =
+        in.data[e.n * in.image_stride + channel_offset(e.c, plane, !to_channels_last) +
+                i * pixel_step(in.c, !to_channels_last)];
 }
 
 // ------------------------------------------------------------ SGD

@@ -51,8 +51,24 @@ __global__ void bias_add_kernel(DeviceImages y, const float* bias, std::uint64_t
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
         const std::uint64_t n = quotient(t, e), i = t - n * e;
         float* p = y.data + n * y.image_stride + i;
-        *p = *p + bias[i / plane];
+        *p = *p + bias[quotient(i, plane)];
     }
+}
+
+template <int V>
+__global__ void channels_last_bias_kernel(UnitGrid g, const float* bias, DeviceImages y) {
+    for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads()) channels_last_bias_unit<V>(g, bias, y, u);
+}
+
+// ------------------------------------------------------------ LRN
+
+__global__ void lrn_forward_kernel(LrnArgs a, ConstDeviceImages x, DeviceImages y, std::uint64_t total) {
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) lrn_forward_at(a, x, y, t);
+}
+
+__global__ void lrn_backward_kernel(LrnArgs a, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
+                                    DeviceImages dx, std::uint64_t total) {
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) lrn_backward_at(a, x, y, dy, dx, t);
 }
 
 __global__ void dropout_kernel(DropoutArgs a, ConstDeviceImages in, DeviceImages out, std::uint64_t total) {
@@ -96,6 +112,10 @@ __global__ void pool_backward_kernel(PoolArgs p, const std::int32_t* argmax, Con
     p.channels_last = CL;
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads())
         dx.data[pool_input_offset(p, dx.c, dx.image_stride, t)] = pool_backward_at(p, argmax, dy, dx.c, t);
+}
+
+__global__ void layout_copy_kernel(ConstDeviceImages in, DeviceImages out, bool to_channels_last, std::uint64_t total) {
+    for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) layout_copy_at(in, out, to_channels_last, t);
 }
 
 // ------------------------------------------------------------ per-channel reductions
@@ -319,24 +339,26 @@ __device__ inline std::uint32_t channels_last_channel() {
 
 // As channel_moments_partials: per (slice, channel) the sums of d and d*d,
 // d = x - x[0, c, 0, 0], into sums[c * slices + slice] and squares.
-__global__ void channels_last_moments_partials(ConstDeviceImages x, double* sums, double* squares) {
+// Without Moments (a bias gradient) only the sums, of x itself.
+template <bool Moments>
+__global__ void channels_last_partials(ConstDeviceImages x, double* sums, double* squares) {
     static_assert(channels_last_lanes * channels_last_rows == threads, "a block is lanes x rows");
     __shared__ double shared[threads];
     const std::uint32_t c = channels_last_channel();
     double s = 0.0, q = 0.0;
     if (c < x.c) {
-        const double shift = static_cast<double>(x.data[c]);
+        const double shift = Moments ? static_cast<double>(x.data[c]) : 0.0;
         for (ChannelWalk<1> it = channels_last_walk(x); it.valid(); it.next()) {
             const double d = static_cast<double>(x.data[it.at_channels_last(x.image_stride, x.c, c)]) - shift;
             s += d;
-            q += d * d;
+            if (Moments) q += d * d;
         }
     }
     s = rows_sum(s, shared);
-    q = rows_sum(q, shared);
+    if (Moments) q = rows_sum(q, shared);
     if (threadIdx.x < channels_last_lanes && c < x.c) {
         sums[std::uint64_t{c} * gridDim.x + blockIdx.x] = s;
-        squares[std::uint64_t{c} * gridDim.x + blockIdx.x] = q;
+        if (Moments) squares[std::uint64_t{c} * gridDim.x + blockIdx.x] = q;
     }
 }
 
@@ -551,6 +573,13 @@ UnitLaunch unit_launch(std::uint32_t images, std::uint64_t image_elements,
     return {unit_grid(images, image_elements, v, contiguous(views)), v};
 }
 
+// Elementwise units over NHWC views: 4 channels of a pixel when the
+// channel count and every view allow 16-byte units.
+UnitLaunch channels_last_launch(ConstDeviceImages x, std::initializer_list<ConstDeviceImages> views) {
+    const int v = x.c % 4 == 0 ? vector_width(x.image_elements(), views) : 1;
+    return {unit_grid(x.images, x.image_elements(), v, contiguous(views)), v};
+}
+
 }  // namespace
 
 cudaError_t launch_relu_forward(ConstDeviceImages x, DeviceImages y, cudaStream_t stream) {
@@ -582,10 +611,39 @@ cudaError_t launch_add(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y,
     return launched();
 }
 
-cudaError_t launch_bias_add(DeviceImages y, const float* bias, cudaStream_t stream) {
+cudaError_t launch_bias_add(DeviceImages y, const float* bias, cudaStream_t stream, bool channels_last) {
     const std::uint64_t total = std::uint64_t{y.images} * y.image_elements();
     if (total == 0) return cudaSuccess;
+    if (channels_last) {
+        const UnitLaunch l = channels_last_launch(y, {y});
+        with_width(l.width, [&](auto w) {
+            channels_last_bias_kernel<decltype(w)::value><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, bias, y);
+        });
+        return launched();
+    }
     bias_add_kernel<<<blocks_for(total), threads, 0, stream>>>(y, bias, total);
+    return launched();
+}
+
+cudaError_t launch_lrn_forward(const LrnArgs& a, ConstDeviceImages x, DeviceImages y, cudaStream_t stream) {
+    const std::uint64_t total = std::uint64_t{x.images} * x.image_elements();
+    if (total == 0) return cudaSuccess;
+    lrn_forward_kernel<<<blocks_for(total), threads, 0, stream>>>(a, x, y, total);
+    return launched();
+}
+
+cudaError_t launch_lrn_backward(const LrnArgs& a, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
+                                DeviceImages dx, cudaStream_t stream) {
+    const std::uint64_t total = std::uint64_t{x.images} * x.image_elements();
+    if (total == 0) return cudaSuccess;
+    lrn_backward_kernel<<<blocks_for(total), threads, 0, stream>>>(a, x, y, dy, dx, total);
+    return launched();
+}
+
+cudaError_t launch_layout_copy(ConstDeviceImages in, DeviceImages out, bool to_channels_last, cudaStream_t stream) {
+    const std::uint64_t total = std::uint64_t{in.images} * in.image_elements();
+    if (total == 0) return cudaSuccess;
+    layout_copy_kernel<<<blocks_for(total), threads, 0, stream>>>(in, out, to_channels_last, total);
     return launched();
 }
 
@@ -670,20 +728,13 @@ std::size_t channel_reduction_scratch_bytes(std::uint32_t images, std::uint32_t 
 
 namespace {
 
-// Elementwise units over NHWC views: 4 channels of a pixel when the
-// channel count and every view allow 16-byte units.
-UnitLaunch channels_last_launch(ConstDeviceImages x, std::initializer_list<ConstDeviceImages> views) {
-    const int v = x.c % 4 == 0 ? vector_width(x.image_elements(), views) : 1;
-    return {unit_grid(x.images, x.image_elements(), v, contiguous(views)), v};
-}
-
 cudaError_t channels_last_forward(const BatchNormArgs& a, ConstDeviceImages x, const float* gamma, const float* beta,
                                   DeviceImages y, float* saved_mean, float* saved_inv_std, float* running_mean,
                                   float* running_var, double* scratch, cudaStream_t stream) {
     const std::uint32_t s = channels_last_slices(x.images, x.c, x.h, x.w);
     double* sums = scratch;
     double* squares = scratch + std::size_t{x.c} * s;
-    channels_last_moments_partials<<<dim3(s, channels_last_groups(x.c)), threads, 0, stream>>>(x, sums, squares);
+    channels_last_partials<true><<<dim3(s, channels_last_groups(x.c)), threads, 0, stream>>>(x, sums, squares);
     channels_last_statistics<<<(x.c + 127) / 128, 128, 0, stream>>>(a, x, s, sums, squares, saved_mean,
                                                                    saved_inv_std, running_mean, running_var);
     const UnitLaunch l = channels_last_launch(x, {x, y});
@@ -773,8 +824,15 @@ cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceIm
     return launched();
 }
 
-cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch, cudaStream_t stream) {
+cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch, cudaStream_t stream,
+                               bool channels_last) {
     if (dy.images == 0 || dy.c == 0) return cudaSuccess;
+    if (channels_last) {
+        const std::uint32_t s = channels_last_slices(dy.images, dy.c, dy.h, dy.w);
+        channels_last_partials<false><<<dim3(s, channels_last_groups(dy.c)), threads, 0, stream>>>(dy, scratch, nullptr);
+        channel_sum_finish<<<(dy.c + 127) / 128, 128, 0, stream>>>(dy.c, s, scratch, db);
+        return launched();
+    }
     const std::uint32_t s = channel_slices(dy.images, dy.h, dy.w);
     with_width(channel_vector_width(std::uint64_t{dy.h} * dy.w, {dy}), [&](auto w) {
         constexpr int V = decltype(w)::value;

@@ -7,7 +7,8 @@
 // Views are NCHW float tensors in device memory, `images` images from
 // `data` on (the first image of the range a body works on), `image_stride`
 // floats apart: a channel slice of a concat buffer has a larger stride.
-// The pools and batch norm also take NHWC views (channels_last).
+// The pools, batch norm, LRN and the bias kernels also take NHWC views
+// (channels_last).
 // Kernels that need the global image index (dropout masks, labels, data)
 // take `first_image`. Where a kernel does what the reference CPU layer does
 // with the same float operations in the same order, it gives the same bits
@@ -55,8 +56,8 @@ cudaError_t launch_relu_forward(ConstDeviceImages x, DeviceImages y, cudaStream_
 cudaError_t launch_relu_backward(ConstDeviceImages y, ConstDeviceImages dy, DeviceImages dx, cudaStream_t stream);
 // y = a + b; with `relu`, max(a + b, 0) (a fused ReLU: AddReluOp).
 cudaError_t launch_add(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, bool relu, cudaStream_t stream);
-// y[n, c, :] += bias[c]
-cudaError_t launch_bias_add(DeviceImages y, const float* bias, cudaStream_t stream);
+// y[n, c, :] += bias[c]; channels_last: y is NHWC (whole images).
+cudaError_t launch_bias_add(DeviceImages y, const float* bias, cudaStream_t stream, bool channels_last = false);
 
 struct DropoutArgs {
     std::uint64_t seed = 0;
@@ -97,6 +98,27 @@ cudaError_t launch_pool_forward(const PoolArgs& p, ConstDeviceImages x, DeviceIm
 std::size_t pool_backward_scratch_bytes(const PoolArgs& p, std::uint32_t images, std::uint32_t channels);
 cudaError_t launch_pool_backward(const PoolArgs& p, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
                                  DeviceImages dx, std::int32_t* argmax, cudaStream_t stream);
+
+// ------------------------------------------------------------ LRN (own kernels)
+// Cross-channel LRN over whole images, NCHW or NHWC (channels_last), one
+// thread per element with the reference's float expressions in its order
+// (nn/lrn.cpp); only powf may differ from the CPU's in the last bits. The
+// backward pass forms the scales it needs from x, so it needs no scratch.
+// lrn_args (kernel_bodies.hpp) fills the constants.
+struct LrnArgs {
+    std::uint32_t size = 5;
+    float alpha_over_size = 0.0f, beta = 0.75f, k = 1.0f, factor = 0.0f;
+    bool channels_last = false;
+};
+cudaError_t launch_lrn_forward(const LrnArgs& a, ConstDeviceImages x, DeviceImages y, cudaStream_t stream);
+cudaError_t launch_lrn_backward(const LrnArgs& a, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
+                                DeviceImages dx, cudaStream_t stream);
+
+// ------------------------------------------------------------ layout copy
+// out = in in the other layout, whole images of in's shape: NCHW to NHWC
+// (to_channels_last) or NHWC to NCHW. A fully connected layer reads its
+// NCHW-ordered features through it over NHWC activations.
+cudaError_t launch_layout_copy(ConstDeviceImages in, DeviceImages out, bool to_channels_last, cudaStream_t stream);
 
 // ------------------------------------------------------------ per-channel reductions
 // Deterministic two-level reductions over (image, pixel) of each channel:
@@ -145,8 +167,11 @@ cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceIm
                                               const float* saved_mean, const float* saved_inv_std, float* dgamma,
                                               float* dbeta, double* scratch, cudaStream_t stream,
                                               bool channels_last = false);
-// db[c] = sum of dy over images and pixels (a convolution's bias gradient).
-cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch, cudaStream_t stream);
+// db[c] = sum of dy over images and pixels (a convolution's bias gradient);
+// channels_last: dy is NHWC, summed as the NHWC batch norm sums (a warp
+// reading 32 adjacent channels of a pixel), in another order than NCHW's.
+cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch, cudaStream_t stream,
+                               bool channels_last = false);
 // db[o] = sum over images of dy[n, o], in image order (a fully connected layer's bias gradient).
 cudaError_t launch_feature_sum(ConstDeviceImages dy, float* db, cudaStream_t stream);
 

@@ -8,6 +8,7 @@
 #include "braid/cuda/cudnn.hpp"
 #include "braid/cuda/error.hpp"
 #include "cuda/conv_engines.hpp"
+#include "cuda/kernel_bodies.hpp"
 
 namespace braid::samples::cuda {
 
@@ -160,14 +161,12 @@ CudaConv::CudaConv(std::string name, const Conv2d& layer, const LayerOptions& op
                                      layer.config.kernel.w, options.layout)),
       conv_(make_conv_descriptor(layer.config.pad.h, layer.config.pad.w, layer.config.stride, layer.config.groups)),
       tensors_(options.layout) {
-    if (options_.layout == TensorLayout::nhwc && layer_.config.bias)
-        throw braid::Error("convolution '" + name_ +
-                           "': NHWC activations with a bias are not supported (the own bias kernels are NCHW)");
     if (options_.conv_api == ConvApi::graph) prepare_graph_api();  // before any capture
 }
 
 std::size_t CudaConv::scratch_bytes() const {
-    return layer_.config.bias ? channel_reduction_scratch_bytes(layer_.out.n, layer_.out.c, layer_.out.h, layer_.out.w)
+    return layer_.config.bias ? channel_reduction_scratch_bytes(layer_.out.n, layer_.out.c, layer_.out.h, layer_.out.w,
+                                                                options_.layout == TensorLayout::nhwc)
                               : 0;
 }
 
@@ -330,7 +329,9 @@ void CudaConv::forward(CudaLane& lane, ConstDeviceView x, const float* weight, c
                    [&](ImageRange r) {
         run_pass(lane, ConvPass::forward, r.size(), x.image(r.begin), x.image_stride, weight, y.image(r.begin),
                  y.image_stride);
-        if (bias) check_launch(launch_bias_add(images_of(y, r), bias, lane.stream), "convolution '" + name_ + "' bias");
+        if (bias)
+            check_launch(launch_bias_add(images_of(y, r), bias, lane.stream, options_.layout == TensorLayout::nhwc),
+                         "convolution '" + name_ + "' bias");
     });
 }
 
@@ -348,7 +349,8 @@ void CudaConv::backward_weight(CudaLane& lane, ConstDeviceView x, ConstDeviceVie
     run_pass(lane, ConvPass::backward_filter, layer_.in.n, x.data, x.image_stride, dweight, dy.data, dy.image_stride);
     if (dbias) {
         double* scratch = scratch_doubles(lane, scratch_bytes());
-        check_launch(launch_channel_sum(images_of(dy, whole_batch(layer_.out)), dbias, scratch, lane.stream),
+        check_launch(launch_channel_sum(images_of(dy, whole_batch(layer_.out)), dbias, scratch, lane.stream,
+                                        options_.layout == TensorLayout::nhwc),
                      "convolution '" + name_ + "' bias gradient");
     }
 }
@@ -374,6 +376,27 @@ void gemm(const CudaLane& lane, const LayerOptions& o, const std::string& who, c
 
 }  // namespace
 
+bool CudaFullyConnected::reorders() const {
+    return options_.layout == TensorLayout::nhwc && layer_.in.plane_elements() > 1;
+}
+
+std::size_t CudaFullyConnected::scratch_bytes() const {
+    return reorders() ? layer_.in.elements() * sizeof(float) : 0;
+}
+
+DeviceView CudaFullyConnected::nchw_features(CudaLane& lane) const {
+    return DeviceView::dense(static_cast<float*>(lane.scratch.allocate(scratch_bytes())), layer_.in);
+}
+
+ConstDeviceView CudaFullyConnected::features(CudaLane& lane, ConstDeviceView x, ImageRange images,
+                                             const std::string& who) const {
+    if (!reorders()) return x;
+    const DeviceView copy = nchw_features(lane);
+    check_launch(launch_layout_copy(images_of(x, images), images_of(copy, images), false, lane.stream),
+                 who + " NHWC to NCHW");
+    return copy;
+}
+
 // Row-major [images x features] activations are column-major [features x
 // images] matrices with leading dimension image_stride; W [out][in] is
 // column-major [in x out].
@@ -381,10 +404,11 @@ void CudaFullyConnected::forward(CudaLane& lane, ConstDeviceView x, const float*
                                  DeviceView y, ImageRange images) {
     check_range(images, layer_.in, "CudaFullyConnected::forward");
     const std::string who = "fully connected '" + name_ + "' forward";
+    const ConstDeviceView in = features(lane, x, images, who);
     for_each_chunk(images, options_.split_granule, layer_.in.n, who, [&](ImageRange r) {
         gemm(lane, options_, who, CUBLAS_OP_T, CUBLAS_OP_N, layer_.config.out_features, r.size(),
-             layer_.in_features(), weight, layer_.in_features(), x.image(r.begin), x.image_stride, y.image(r.begin),
-             y.image_stride);
+             layer_.in_features(), weight, layer_.in_features(), in.image(r.begin), in.image_stride,
+             y.image(r.begin), y.image_stride);
         if (bias) check_launch(launch_bias_add(images_of(y, r), bias, lane.stream), who + " bias");
     });
 }
@@ -393,18 +417,24 @@ void CudaFullyConnected::backward_data(CudaLane& lane, ConstDeviceView dy, const
                                        ImageRange images) {
     check_range(images, layer_.in, "CudaFullyConnected::backward_data");
     const std::string who = "fully connected '" + name_ + "' backward data";
+    const DeviceView out = reorders() ? nchw_features(lane) : dx;
     for_each_chunk(images, options_.split_granule, layer_.in.n, who, [&](ImageRange r) {
         gemm(lane, options_, who, CUBLAS_OP_N, CUBLAS_OP_N, layer_.in_features(), r.size(),
              layer_.config.out_features, weight, layer_.in_features(), dy.image(r.begin), dy.image_stride,
-             dx.image(r.begin), dx.image_stride);
+             out.image(r.begin), out.image_stride);
     });
+    if (reorders())
+        check_launch(launch_layout_copy(images_of(ConstDeviceView(out), images), images_of(dx, images), true,
+                                        lane.stream),
+                     who + " NCHW to NHWC");
 }
 
 void CudaFullyConnected::backward_weight(CudaLane& lane, ConstDeviceView x, ConstDeviceView dy, float* dweight,
                                          float* dbias) {
     const std::string who = "fully connected '" + name_ + "' backward weight";
+    const ConstDeviceView in = features(lane, x, whole_batch(layer_.in), who);
     gemm(lane, options_, who, CUBLAS_OP_N, CUBLAS_OP_T, layer_.in_features(), layer_.config.out_features, layer_.in.n,
-         x.data, x.image_stride, dy.data, dy.image_stride, dweight, layer_.in_features());
+         in.data, in.image_stride, dy.data, dy.image_stride, dweight, layer_.in_features());
     if (dbias) check_launch(launch_feature_sum(images_of(dy, whole_batch(layer_.out)), dbias, lane.stream), who + " bias");
 }
 
@@ -529,6 +559,8 @@ std::size_t CudaPool::scratch_bytes() const { return pool_backward_scratch_bytes
 CudaLrn::CudaLrn(std::string name, const Lrn& layer, const LayerOptions& options)
     : name_(std::move(name)), layer_(layer), options_(options) {
     const LrnConfig& c = layer.config;
+    own_ = lrn_args(c.size, c.alpha, c.beta, c.k, options_.layout == TensorLayout::nhwc);
+    if (own_.channels_last) return;  // cuDNN's LRN runs on NCHW views here
     if (c.size < CUDNN_LRN_MIN_N || c.size > CUDNN_LRN_MAX_N || c.k < CUDNN_LRN_MIN_K || c.beta < CUDNN_LRN_MIN_BETA)
         throw braid::Error("LRN '" + name_ + "': cuDNN takes sizes " + std::to_string(CUDNN_LRN_MIN_N) + ".." +
                            std::to_string(CUDNN_LRN_MAX_N) + ", k >= 1e-5 and beta >= 0.01; got size " +
@@ -542,6 +574,11 @@ CudaLrn::CudaLrn(std::string name, const Lrn& layer, const LayerOptions& options
 
 void CudaLrn::forward(CudaLane& lane, ConstDeviceView x, DeviceView y, ImageRange images) {
     check_range(images, layer_.in, "CudaLrn::forward");
+    if (own_.channels_last) {
+        check_launch(launch_lrn_forward(own_, images_of(x, images), images_of(y, images), lane.stream),
+                     "LRN '" + name_ + "' forward");
+        return;
+    }
     for_each_chunk(images, options_.split_granule, layer_.in.n, "LRN '" + name_ + "' forward", [&](ImageRange r) {
         cudnnTensorDescriptor_t xd = tensors_.get(r.size(), image_shape(layer_.in), x.image_stride);
         cudnnTensorDescriptor_t yd = tensors_.get(r.size(), image_shape(layer_.in), y.image_stride);
@@ -554,6 +591,12 @@ void CudaLrn::forward(CudaLane& lane, ConstDeviceView x, DeviceView y, ImageRang
 void CudaLrn::backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView y, ConstDeviceView dy, DeviceView dx,
                             ImageRange images) {
     check_range(images, layer_.in, "CudaLrn::backward_data");
+    if (own_.channels_last) {
+        check_launch(launch_lrn_backward(own_, images_of(x, images), images_of(y, images), images_of(dy, images),
+                                         images_of(dx, images), lane.stream),
+                     "LRN '" + name_ + "' backward data");
+        return;
+    }
     for_each_chunk(images, options_.split_granule, layer_.in.n, "LRN '" + name_ + "' backward data",
                    [&](ImageRange r) {
         const std::uint32_t n = r.size();

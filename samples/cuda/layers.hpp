@@ -10,12 +10,13 @@
 //   convolution       cuDNN forward / backward data / backward filter (the
 //                     legacy calls, or the graph API's engines:
 //                     LayerOptions::conv_api), an own bias-add and a
-//                     deterministic bias-gradient reduction
-//   fully connected   cuBLAS GEMMs (cublasGemmEx), own bias kernels
+//                     deterministic bias-gradient reduction (NCHW or NHWC)
+//   fully connected   cuBLAS GEMMs (cublasGemmEx), own bias kernels; over
+//                     NHWC images an NCHW copy of x and dx in lane scratch
 //   max/avg pooling   cuDNN where its floor rounding gives the layer's
 //                     output size (and the divisor: count_include_pad),
 //                     own kernels otherwise (GoogLeNet's ceil-mode pools)
-//   LRN               cuDNN cross-channel LRN
+//   LRN               cuDNN cross-channel LRN; own kernels over NHWC views
 //   batch norm        own deterministic kernels (two-pass statistics in
 //                     double, as the reference; see kernels.h), or cuDNN's
 //                     (LayerOptions::batch_norm; CudaBatchNorm)
@@ -150,8 +151,18 @@ public:
     void backward_weight(CudaLane& lane, ConstDeviceView x, ConstDeviceView dy, float* dweight, float* dbias);
 
     const FullyConnected& layer() const noexcept { return layer_; }
+    // Lane scratch for an NCHW copy of the input (reorders()), else 0.
+    std::size_t scratch_bytes() const;
 
 private:
+    // Whether the input's features are NHWC-ordered while the weights'
+    // columns are NCHW-ordered (NHWC activations of more than one pixel):
+    // the passes then read x and write dx through an NCHW copy.
+    bool reorders() const;
+    DeviceView nchw_features(CudaLane& lane) const;
+    // x, or its images [range) copied to NCHW in lane scratch.
+    ConstDeviceView features(CudaLane& lane, ConstDeviceView x, ImageRange images, const std::string& who) const;
+
     std::string name_;
     FullyConnected layer_;
     LayerOptions options_;
@@ -210,7 +221,8 @@ private:
     std::string name_;
     Lrn layer_;
     LayerOptions options_;
-    LrnDescriptor lrn_;
+    LrnArgs own_;        // the own kernels' constants; they run NHWC views (own_.channels_last)
+    LrnDescriptor lrn_;  // cuDNN's, for NCHW views
     DescriptorCache tensors_;
 };
 

@@ -125,41 +125,52 @@ TEST_CASE("convolution (cuDNN legacy calls and graph-API engines): forward, back
     }
 }
 
-TEST_CASE("convolution with NHWC activations and KRSC filters (both APIs): the reference's results, transposed; channel slices refused") {
+TEST_CASE("convolution with NHWC activations and KRSC filters (both APIs), with and without a bias: the reference's results, transposed; channel slices refused") {
     TestLane lane;
     for (const cuda::ConvApi api : conv_apis) {
         CAPTURE(to_string(api));
         cuda::LayerOptions o = exact_options(0, api);
         o.layout = cuda::TensorLayout::nhwc;
         const Conv2d layers[] = {
-            Conv2d({3, 5, 9, 9}, {.out_channels = 4, .kernel = 3, .stride = 2, .pad = 1, .groups = 1, .bias = false}),
+            Conv2d({3, 5, 9, 9}, {.out_channels = 4, .kernel = 3, .stride = 2, .pad = 1, .groups = 1, .bias = true}),
             Conv2d({2, 8, 7, 7}, {.out_channels = 16, .kernel = 1, .stride = 1, .pad = 0, .groups = 1, .bias = false}),
             Conv2d({2, 4, 11, 6}, {.out_channels = 6, .kernel = {7, 1}, .stride = 2, .pad = {3, 0}, .groups = 2, .bias = false}),
+            // 40 channels: two channel groups of the bias gradient's reduction, the second partly empty.
+            Conv2d({3, 8, 12, 12}, {.out_channels = 40, .kernel = 3, .stride = 1, .pad = 1, .groups = 1, .bias = true}),
         };
         for (const Conv2d& layer : layers) {
             CAPTURE(to_string(layer.in));
+            const bool bias = layer.config.bias;
             const Shape4 in = layer.in, out = layer.out;
             const Shape4 filter{layer.config.out_channels, in.c / layer.config.groups, layer.config.kernel.h,
                                 layer.config.kernel.w};
             const auto x = random_values<double>(in.elements(), 11);
             const auto w = random_values<double>(layer.weight_elements(), 12);
+            const auto b = random_values<double>(layer.config.out_channels, 14);
             const auto dy = random_values<double>(out.elements(), 13);
-            std::vector<double> y(out.elements()), dx(in.elements()), dw(w.size());
-            conv_forward<double>(layer, cv(x, in), w.data(), nullptr, mv(y, out), whole_batch(in));
+            std::vector<double> y(out.elements()), dx(in.elements()), dw(w.size()), db(b.size());
+            conv_forward<double>(layer, cv(x, in), w.data(), bias ? b.data() : nullptr, mv(y, out), whole_batch(in));
             conv_backward_data<double>(layer, cv(dy, out), w.data(), mv(dx, in), whole_batch(in));
-            conv_backward_weight<double>(layer, cv(x, in), cv(dy, out), dw.data(), nullptr);
+            conv_backward_weight<double>(layer, cv(x, in), cv(dy, out), dw.data(), bias ? db.data() : nullptr);
 
             const DeviceVector<float> gx(to_float(transposed(x, in, true))), gw(to_float(transposed(w, filter, true))),
-                gdy(to_float(transposed(dy, out, true)));
-            DeviceVector<float> gy(out.elements()), gdx(in.elements()), gdw(w.size());
+                gb(to_float(b)), gdy(to_float(transposed(dy, out, true)));
+            DeviceVector<float> gy(out.elements()), gdx(in.elements()), gdw(w.size()), gdb(b.size());
             cuda::CudaConv conv("conv.nhwc", layer, o);
-            conv.forward(lane(), gx.view(in), gw.get(), nullptr, gy.view(out), whole_batch(in));
+            conv.forward(lane(), gx.view(in), gw.get(), bias ? gb.get() : nullptr, gy.view(out), whole_batch(in));
             conv.backward_data(lane(), gdy.view(out), gw.get(), gdx.view(in), whole_batch(in));
-            conv.backward_weight(lane(), gx.view(in), gdy.view(out), gdw.get(), nullptr);
+            conv.backward_weight(lane(), gx.view(in), gdy.view(out), gdw.get(), bias ? gdb.get() : nullptr);
             const auto back = [&](const DeviceVector<float>& d, Shape4 s) { return transposed(d.host(), s, false); };
             check_close(back(gy, out), y, library_tol, "NHWC conv forward");
             check_close(back(gdx, in), dx, library_tol, "NHWC conv backward data");
             check_close(back(gdw, filter), dw, library_tol, "NHWC conv backward weight");
+            if (bias) {
+                check_close(gdb.host(), db, reduction_tol, "NHWC conv bias gradient");
+                // The reduction's order depends on the shape only: a second run gives the same bits.
+                const std::vector<float> first = gdb.host();
+                conv.backward_weight(lane(), gx.view(in), gdy.view(out), gdw.get(), gdb.get());
+                check_bitwise(gdb.host(), first, "NHWC conv bias gradient, run to run");
+            }
             // The graph API ran its own engines on NHWC, not the legacy calls it falls back on.
             CHECK(conv.legacy_fallbacks() == 0);
         }
@@ -344,6 +355,22 @@ TEST_CASE("fully connected (cuBLAS): forward, backward data and weight match the
     const auto fx = to_float(x), fdy = to_float(dy);
     fully_connected_backward_weight<float>(layer, cv(fx, in), cv(fdy, out), fdw.data(), fdb.data());
     check_bitwise(gdb.host(), fdb, "fc bias gradient");
+
+    // NHWC images of 3x3 pixels: the weights' columns stay in NCHW order,
+    // the layer reads x and writes dx through NCHW copies in lane scratch.
+    cuda::LayerOptions o = exact_options();
+    o.layout = cuda::TensorLayout::nhwc;
+    cuda::CudaFullyConnected nhwc("fc.nhwc", layer, o);
+    REQUIRE(nhwc.scratch_bytes() == in.elements() * sizeof(float));
+    const DeviceVector<float> hx(to_float(transposed(x, in, true)));
+    DeviceVector<float> hy(out.elements()), hdx(in.elements()), hdw(w.size()), hdb(7);
+    nhwc.forward(lane(), hx.view(in), gw.get(), gb.get(), hy.view(out), whole_batch(in));
+    nhwc.backward_data(lane(), gdy.view(out), gw.get(), hdx.view(in), whole_batch(in));
+    nhwc.backward_weight(lane(), hx.view(in), gdy.view(out), hdw.get(), hdb.get());
+    check_close(hy.host(), y, library_tol, "NHWC fc forward");
+    check_close(transposed(hdx.host(), in, false), dx, library_tol, "NHWC fc backward data");
+    check_close(hdw.host(), dw, library_tol, "NHWC fc backward weight");
+    check_bitwise(hdb.host(), fdb, "NHWC fc bias gradient");
 }
 
 TEST_CASE("pooling: cuDNN forward where floor rounding fits, own kernels for ceil mode and every backward; against the reference, into a concat slice too, and in NHWC") {
@@ -488,7 +515,7 @@ TEST_CASE("pooling: cuDNN forward where floor rounding fits, own kernels for cei
     CHECK(cuda::cudnn_pooling_fits(Pool2d({1, 1, 112, 112}, {.kernel = 3, .stride = 2, .pad = 1})));
 }
 
-TEST_CASE("LRN (cuDNN) matches the reference, forward and backward") {
+TEST_CASE("LRN (cuDNN for NCHW, own kernels for NHWC) matches the reference, forward and backward") {
     TestLane lane;
     const Shape4 in{2, 7, 4, 4};
     const Lrn layer(in, {});
@@ -504,6 +531,32 @@ TEST_CASE("LRN (cuDNN) matches the reference, forward and backward") {
     lrn.backward_data(lane(), gx.view(in), gy.view(in), gdy.view(in), gdx.view(in), whole_batch(in));
     check_close(gy.host(), y, library_tol, "LRN forward");
     check_close(gdx.host(), dx, library_tol, "LRN backward");
+
+    // NHWC views: the own kernels (kernel_bodies.hpp), which repeat the
+    // reference's float expressions; only the GPU's powf may differ in the
+    // last bits, so they stay within the library tolerance of the double
+    // reference, with a window wider than cuDNN's default too.
+    cuda::LayerOptions o = exact_options();
+    o.layout = cuda::TensorLayout::nhwc;
+    for (const LrnConfig cfg : {LrnConfig{}, LrnConfig{.size = 9, .alpha = 0.2f, .beta = 1.25f, .k = 1.5f}}) {
+        CAPTURE(cfg.size);
+        const Lrn l(in, cfg);
+        std::vector<double> ry(in.elements()), rdx(in.elements());
+        lrn_forward<double>(l, cv(x, in), mv(ry, in), whole_batch(in));
+        lrn_backward_data<double>(l, cv(x, in), cv(ry, in), cv(dy, in), mv(rdx, in), whole_batch(in));
+        const DeviceVector<float> hx(to_float(transposed(x, in, true))), hdy(to_float(transposed(dy, in, true)));
+        DeviceVector<float> hy(in.elements()), hdx(in.elements());
+        cuda::CudaLrn own("lrn.nhwc", l, o);
+        own.forward(lane(), hx.view(in), hy.view(in), whole_batch(in));
+        own.backward_data(lane(), hx.view(in), hy.view(in), hdy.view(in), hdx.view(in), whole_batch(in));
+        check_close(transposed(hy.host(), in, false), ry, library_tol, "NHWC LRN forward");
+        check_close(transposed(hdx.host(), in, false), rdx, library_tol, "NHWC LRN backward");
+        // Images [1, 2) alone: the whole batch's bits there (one thread per element, nothing shared).
+        DeviceVector<float> part(in.elements(), 0.0f);
+        own.forward(lane(), hx.view(in), part.view(in), ImageRange{1, 2});
+        const std::vector<float> whole = hy.host(), some = part.host();
+        CHECK(std::equal(whole.begin() + in.image_elements(), whole.end(), some.begin() + in.image_elements()));
+    }
 }
 
 TEST_CASE("batch norm (own kernels): statistics, running averages, backward data and weight") {

@@ -1,8 +1,9 @@
 // The own CUDA kernels' per-element bodies (samples/cuda/kernel_bodies.hpp)
 // run on the CPU over every index of an emulated grid, bit for bit against
 // the reference layers: pooling (forward, and the two-pass max backward
-// with its tie rule; NCHW and NHWC views) and the vectorised elementwise kernels (ReLU, add,
-// gradient sum) in both vector widths, over dense views and channel slices.
+// with its tie rule; NCHW and NHWC views), LRN (NCHW and NHWC), layout
+// copies, the NHWC bias add and the vectorised elementwise kernels (ReLU,
+// add, gradient sum) in both vector widths, over dense views and channel slices.
 // The GPU runs the same bodies (test-gpu-samples checks them there).
 #include <doctest/doctest.h>
 
@@ -21,6 +22,7 @@
 #include "nn/add.hpp"
 #include "nn/batch_norm.hpp"
 #include "nn/gradient_sum.hpp"
+#include "nn/lrn.hpp"
 #include "nn/pool.hpp"
 #include "nn/relu.hpp"
 #include "nn/sgd.hpp"
@@ -670,6 +672,72 @@ TEST_CASE("NHWC channel slices as rows of pixels: batch norm visits the pixels i
                          doctest::Contains("an NCHW channel slice (2x2x3x3, images 36 floats apart) cannot be walked"),
                          ShapeError);
     CHECK(images_of(nchw_slice, {1, 2}, Walk::pixel_rows).images == 9);
+}
+
+TEST_CASE("LRN kernel bodies over NCHW and NHWC views, strided images too, give the float reference's bits, forward and backward") {
+    for (const Shape4 s : {Shape4{2, 7, 4, 4}, Shape4{1, 3, 5, 2}, Shape4{3, 16, 3, 3}, Shape4{2, 1, 2, 3}})
+        for (const LrnConfig cfg : {LrnConfig{}, LrnConfig{.size = 3, .alpha = 0.5f, .beta = 0.6f, .k = 2.0f},
+                                    LrnConfig{.size = 9, .alpha = 0.2f, .beta = 1.25f, .k = 1.5f}}) {
+            CAPTURE(to_string(s));
+            CAPTURE(cfg.size);
+            const Lrn layer(s, cfg);
+            std::vector<float> x = random_floats(s.elements(), 51), dy = random_floats(s.elements(), 52);
+            for (float& v : x) v *= 3.0f;
+            std::vector<float> y(s.elements()), dx(s.elements());
+            const auto cv = [&](const std::vector<float>& v) { return TensorView<const float>::dense(v.data(), s); };
+            lrn_forward<float>(layer, cv(x), TensorView<float>::dense(y.data(), s), whole_batch(s));
+            lrn_backward_data<float>(layer, cv(x), cv(y), cv(dy), TensorView<float>::dense(dx.data(), s), whole_batch(s));
+            for (const bool cl : {false, true}) {
+                CAPTURE(cl);
+                const LrnArgs a = lrn_args(cfg.size, cfg.alpha, cfg.beta, cfg.k, cl);
+                const auto laid = [&](const std::vector<float>& v) { return cl ? transposed(v, s, true) : v; };
+                // Every view with a plane's worth of other floats after each image.
+                Slice sx(s, 1, 3, 0.0f), sy(s, 1, 5, 7.0f), sdy(s, 1, 0, 0.0f), sdx(s, 1, 2, 7.0f);
+                sx.set(laid(x));
+                sdy.set(laid(dy));
+                emulate(s.elements(), [&](std::uint64_t t) { lrn_forward_at(a, sx.images(), sy.images(), t); });
+                CHECK(same_bits(sy.dense(), laid(y)));
+                CHECK(sy.untouched_outside(7.0f));
+                emulate(s.elements(), [&](std::uint64_t t) {
+                    lrn_backward_at(a, sx.images(), sy.images(), sdy.images(), sdx.images(), t);
+                });
+                CHECK(same_bits(sdx.dense(), laid(dx)));
+                CHECK(sdx.untouched_outside(7.0f));
+            }
+        }
+}
+
+TEST_CASE("layout copies turn NCHW images into NHWC and back; the NHWC bias add adds each channel's bias, widths 1 and 4") {
+    for (const Shape4 s : {Shape4{2, 8, 4, 4}, Shape4{3, 5, 2, 3}, Shape4{1, 12, 1, 1}}) {
+        CAPTURE(to_string(s));
+        const std::vector<float> x = random_floats(s.elements(), 61), bias = random_floats(s.c, 62);
+        Slice nchw(s, 1, 1, 0.0f), nhwc(s, 2, 4, 7.0f), back(s, 0, 0, 7.0f);
+        nchw.set(x);
+        emulate(s.elements(), [&](std::uint64_t t) { layout_copy_at(nchw.images(), nhwc.images(), true, t); });
+        CHECK(same_bits(nhwc.dense(), transposed(x, s, true)));
+        CHECK(nhwc.untouched_outside(7.0f));
+        emulate(s.elements(), [&](std::uint64_t t) { layout_copy_at(nhwc.images(), back.images(), false, t); });
+        CHECK(same_bits(back.dense(), x));
+
+        std::vector<float> expected = x;  // the NCHW reference: one float add per element
+        for (std::uint64_t i = 0; i < expected.size(); ++i)
+            expected[i] = expected[i] + bias[i / s.plane_elements() % s.c];
+        for (const int v : {1, 4}) {
+            if (s.c % static_cast<std::uint32_t>(v) != 0) continue;
+            for (const bool flat : {false, true}) {
+                CAPTURE(v);
+                CAPTURE(flat);
+                std::vector<float> y = transposed(x, s, true);
+                const DeviceImages yv{y.data(), s.n, s.c, s.h, s.w, s.image_elements()};
+                const UnitGrid g = unit_grid(s.n, s.image_elements(), v, flat);
+                emulate(g.units, [&](std::uint64_t u) {
+                    if (v == 4) channels_last_bias_unit<4>(g, bias.data(), yv, u);
+                    else channels_last_bias_unit<1>(g, bias.data(), yv, u);
+                });
+                CHECK(same_bits(transposed(y, s, false), expected));
+            }
+        }
+    }
 }
 
 TEST_CASE("multi-tensor SGD: every element of every tensor updated once, by the chunk its block owns, as the reference") {
