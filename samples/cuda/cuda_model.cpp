@@ -39,23 +39,10 @@ std::string slice_unfit(const Network& net, TensorId t) {
 
 std::string channels_last_unfit(const Network& net) {
     for (const LayerNode& node : net.layers()) {
-        const std::string why = std::visit(
-            Overloaded{
-                [&](const Concat&) -> std::string {
-                    for (const TensorId t : node.inputs)
-                        if (std::string slice = slice_unfit(net, t); !slice.empty()) return slice;
-                    return "";
-                },
-                [](const Dropout& d) -> std::string {
-                    return d.in.plane_elements() > 1 ? "draws its mask over " + image_shape_string(d.in) +
-                                                           " images in NCHW order"
-                                                     : "";
-                },
-                [](const auto&) -> std::string { return ""; },
-            },
-            node.spec);
-        if (!why.empty())
-            return std::string(to_string(kind_of(node.spec))) + " '" + node.name + "' " + why;
+        if (!std::holds_alternative<Concat>(node.spec)) continue;
+        for (const TensorId t : node.inputs)
+            if (const std::string why = slice_unfit(net, t); !why.empty())
+                return std::string(to_string(kind_of(node.spec))) + " '" + node.name + "' " + why;
     }
     return "";
 }
@@ -111,8 +98,7 @@ std::byte* CudaModel::bytes(BufferId b) const {
 
 TensorView<float> CudaModel::tensor(BufferId b) const {
     auto* base = static_cast<std::byte*>(roots_.at(graph_.graph.buffer(b).root).get());
-    return options_.layers.layout == cuda::TensorLayout::nhwc ? channels_last_view(graph_, b, base)
-                                                               : tensor_view(graph_, b, base);
+    return buffer_view(graph_, b, base, options_.layers.layout == cuda::TensorLayout::nhwc);
 }
 
 void CudaModel::initialize() {
@@ -316,12 +302,13 @@ CudaBody CudaModel::make_body(OpId id) {
             },
             [=](const bound::DropoutForward& a) -> CudaBody {
                 return [=](Lane& lane, const Ctx& ctx) {
-                    cuda::dropout_forward(lane, a.layer, a.seed, a.id, a.step, a.x, a.y, op_images(ctx, batch));
+                    cuda::dropout_forward(lane, a.layer, a.seed, a.id, a.step, a.x, a.y, op_images(ctx, batch), layout);
                 };
             },
             [=](const bound::DropoutBackward& a) -> CudaBody {
                 return [=](Lane& lane, const Ctx& ctx) {
-                    cuda::dropout_backward_data(lane, a.layer, a.seed, a.id, a.step, a.dy, a.dx, op_images(ctx, batch));
+                    cuda::dropout_backward_data(lane, a.layer, a.seed, a.id, a.step, a.dy, a.dx, op_images(ctx, batch),
+                                                layout);
                 };
             },
             [=](const bound::AddForward& a) -> CudaBody {

@@ -30,6 +30,17 @@ BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t quotient(std::uint64_t t, std::ui
     return t / d;
 }
 
+// Which element of the reference's NCHW image float i of an image is: i
+// itself, or for an NHWC image (i = pixel * C + c) c * plane + pixel. The
+// data and dropout kernels key their values by it, so an NHWC run draws
+// the NCHW run's images and masks, transposed.
+BRAID_SAMPLES_HOST_DEVICE inline std::uint64_t nchw_element(std::uint64_t i, std::uint32_t channels,
+                                                            std::uint64_t plane, bool channels_last) {
+    if (!channels_last) return i;
+    const std::uint64_t pixel = quotient(i, channels);
+    return (i - pixel * channels) * plane + pixel;
+}
+
 // ------------------------------------------------------------ elementwise
 
 // Elementwise kernels walk their views in units of V consecutive floats of

@@ -72,12 +72,12 @@ __global__ void lrn_backward_kernel(LrnArgs a, ConstDeviceImages x, ConstDeviceI
 }
 
 __global__ void dropout_kernel(DropoutArgs a, ConstDeviceImages in, DeviceImages out, std::uint64_t total) {
-    const std::uint64_t e = in.image_elements();
+    const std::uint64_t e = in.image_elements(), plane = std::uint64_t{in.h} * in.w;
     const std::uint64_t iteration = *a.step;
     const std::uint64_t tag = stream_tag(RandomStream::dropout, a.layer);
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
         const std::uint64_t n = quotient(t, e), i = t - n * e;
-        const std::uint64_t element = (a.first_image + n) * e + i;
+        const std::uint64_t element = (a.first_image + n) * e + nchw_element(i, in.c, plane, a.channels_last);
         const bool keep = bits24(counter_hash(a.seed, tag, iteration, element)) >= a.threshold;
         out.data[n * out.image_stride + i] = keep ? in.data[n * in.image_stride + i] * a.scale : 0.0f;
     }
@@ -527,14 +527,8 @@ __global__ void synthetic_data_kernel(SyntheticDataArgs a, DeviceImages images, 
         const std::uint32_t image = a.first_image + static_cast<std::uint32_t>(n);
         const std::int32_t label = synthetic_label(a.seed, a.classes, iteration, image);
         if (i == 0) labels[image] = label;
-        // The element the reference's NCHW loop writes at i: in NHWC, i is pixel * C + c.
-        std::uint64_t element = i;
-        if (a.channels_last) {
-            const std::uint64_t pixel = quotient(i, images.c);
-            element = (i - pixel * images.c) * plane + pixel;
-        }
-        images.data[n * images.image_stride + i] =
-            synthetic_pixel(a.seed, iteration, image, label, element, e, plane);
+        images.data[n * images.image_stride + i] = synthetic_pixel(
+            a.seed, iteration, image, label, nchw_element(i, images.c, plane, a.channels_last), e, plane);
     }
 }
 

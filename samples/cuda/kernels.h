@@ -66,6 +66,7 @@ struct DropoutArgs {
     float scale = 1.0f;               // 1 / (1 - ratio), in float
     std::uint32_t first_image = 0;    // global index of in.data's image
     const std::uint64_t* step = nullptr;  // device: the iteration
+    bool channels_last = false;  // NHWC views: each element keeps the mask bit of its NCHW position
 };
 // out = keep ? in * scale : 0, the mask of nn/dropout.hpp.
 cudaError_t launch_dropout(const DropoutArgs& args, ConstDeviceImages in, DeviceImages out, cudaStream_t stream);

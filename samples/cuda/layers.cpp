@@ -872,8 +872,9 @@ void CudaBatchNorm::backward_weight(CudaLane& lane, ConstDeviceView x, ConstDevi
 
 namespace {
 DropoutArgs dropout_args(const Dropout& layer, std::uint64_t seed, std::uint32_t layer_id, const std::uint64_t* step,
-                         ImageRange images) {
+                         ImageRange images, TensorLayout layout) {
     DropoutArgs a;
+    a.channels_last = layout == TensorLayout::nhwc;
     a.seed = seed;
     a.layer = layer_id;
     a.threshold = layer.threshold();
@@ -885,17 +886,19 @@ DropoutArgs dropout_args(const Dropout& layer, std::uint64_t seed, std::uint32_t
 }  // namespace
 
 void dropout_forward(CudaLane& lane, const Dropout& layer, std::uint64_t seed, std::uint32_t layer_id,
-                     const std::uint64_t* step, ConstDeviceView x, DeviceView y, ImageRange images) {
+                     const std::uint64_t* step, ConstDeviceView x, DeviceView y, ImageRange images,
+                     TensorLayout layout) {
     check_range(images, layer.in, "dropout_forward");
-    check_launch(launch_dropout(dropout_args(layer, seed, layer_id, step, images), images_of(x, images),
+    check_launch(launch_dropout(dropout_args(layer, seed, layer_id, step, images, layout), images_of(x, images),
                                 images_of(y, images), lane.stream),
                  "dropout forward");
 }
 
 void dropout_backward_data(CudaLane& lane, const Dropout& layer, std::uint64_t seed, std::uint32_t layer_id,
-                           const std::uint64_t* step, ConstDeviceView dy, DeviceView dx, ImageRange images) {
+                           const std::uint64_t* step, ConstDeviceView dy, DeviceView dx, ImageRange images,
+                           TensorLayout layout) {
     check_range(images, layer.in, "dropout_backward_data");
-    check_launch(launch_dropout(dropout_args(layer, seed, layer_id, step, images), images_of(dy, images),
+    check_launch(launch_dropout(dropout_args(layer, seed, layer_id, step, images, layout), images_of(dy, images),
                                 images_of(dx, images), lane.stream),
                  "dropout backward data");
 }

@@ -310,11 +310,14 @@ private:
     std::string note_;
 };
 
-// `step` is the device's iteration counter (TrainingGraph::step).
+// `step` is the device's iteration counter (TrainingGraph::step). In NHWC
+// each element keeps the mask bit of its NCHW position (the reference's).
 void dropout_forward(CudaLane& lane, const Dropout& layer, std::uint64_t seed, std::uint32_t layer_id,
-                     const std::uint64_t* step, ConstDeviceView x, DeviceView y, ImageRange images);
+                     const std::uint64_t* step, ConstDeviceView x, DeviceView y, ImageRange images,
+                     TensorLayout layout = TensorLayout::nchw);
 void dropout_backward_data(CudaLane& lane, const Dropout& layer, std::uint64_t seed, std::uint32_t layer_id,
-                           const std::uint64_t* step, ConstDeviceView dy, DeviceView dx, ImageRange images);
+                           const std::uint64_t* step, ConstDeviceView dy, DeviceView dx, ImageRange images,
+                           TensorLayout layout = TensorLayout::nchw);
 
 void add_forward(CudaLane& lane, const Add& layer, ConstDeviceView a, ConstDeviceView b, DeviceView y,
                  ImageRange images);

@@ -21,8 +21,7 @@ public:
     }
     float* ptr(BufferId b) const { return data<float>(b); }
     bound::Out view(BufferId b) const {
-        std::byte* base = root_(graph_.graph.buffer(b).root);
-        return channels_last_ ? channels_last_view(graph_, b, base) : tensor_view(graph_, b, base);
+        return buffer_view(graph_, b, root_(graph_.graph.buffer(b).root), channels_last_);
     }
     bound::In cview(BufferId b) const { return view(b); }
     // Parameter i of a layer that may have fewer (a bias), or null.

@@ -59,6 +59,10 @@ TensorView<float> channels_last_view(const TrainingGraph& tg, BufferId buffer, s
     return v;
 }
 
+TensorView<float> buffer_view(const TrainingGraph& tg, BufferId buffer, std::byte* root_base, bool channels_last) {
+    return channels_last ? channels_last_view(tg, buffer, root_base) : tensor_view(tg, buffer, root_base);
+}
+
 OpId TrainingGraph::op(LayerId layer, OpRole role) const {
     const LayerOps& o = layer_ops.at(layer);
     std::optional<OpId> id;

@@ -139,6 +139,8 @@ TensorView<float> tensor_view(const TrainingGraph& tg, BufferId buffer, std::byt
 // first pixel, its pixels the concat's channel count apart (pixel_stride).
 // Throws braid::GraphError when a view is not a channel slice of its parent.
 TensorView<float> channels_last_view(const TrainingGraph& tg, BufferId buffer, std::byte* root_base);
+// channels_last_view when activations are NHWC (channels_last), else tensor_view.
+TensorView<float> buffer_view(const TrainingGraph& tg, BufferId buffer, std::byte* root_base, bool channels_last);
 // The image stride of that view, in floats: C*H*W of the buffer's own shape
 // for a whole tensor, more for a channel slice (at batch 1, where a slice is
 // one chunk, its own C*H*W too).

@@ -967,6 +967,15 @@ TEST_CASE("elementwise kernels give the float reference's bits: ReLU, add, dropo
     }
     check_bitwise(gdrop.host(), dy_out, "dropout forward in parts (same mask as the CPU)");
     check_bitwise(gback.host(), back, "dropout backward in parts");
+    // NHWC views: every element keeps the mask bit of its NCHW position.
+    const DeviceVector<float> ha(transposed(a, s, true)), hb(transposed(b, s, true));
+    for (const ImageRange& r : parts) {
+        cuda::dropout_forward(lane(), drop, 9, 17, step.get(), ha.view(s), gdrop.view(s), r, cuda::TensorLayout::nhwc);
+        cuda::dropout_backward_data(lane(), drop, 9, 17, step.get(), hb.view(s), gback.view(s), r,
+                                    cuda::TensorLayout::nhwc);
+    }
+    check_bitwise(transposed(gdrop.host(), s, false), dy_out, "NHWC dropout forward in parts");
+    check_bitwise(transposed(gback.host(), s, false), back, "NHWC dropout backward in parts");
 
     // Gradient sum of three partials, one a channel slice of a wider buffer.
     const Shape4 wide{5, 7, 4, 4};

@@ -707,6 +707,21 @@ TEST_CASE("LRN kernel bodies over NCHW and NHWC views, strided images too, give 
         }
 }
 
+TEST_CASE("nchw_element: each float of an NHWC image names the NCHW element a transpose puts there") {
+    for (const Shape4 s : {Shape4{1, 8, 4, 4}, Shape4{1, 5, 2, 3}, Shape4{1, 1, 3, 3}, Shape4{1, 6, 1, 1}}) {
+        CAPTURE(to_string(s));
+        std::vector<float> index(s.elements());
+        for (std::size_t i = 0; i < index.size(); ++i) index[i] = static_cast<float>(i);
+        const std::vector<float> nhwc = transposed(index, s, true);
+        bool same = true;
+        for (std::uint64_t i = 0; i < nhwc.size(); ++i) {
+            same = same && nchw_element(i, s.c, s.plane_elements(), true) == static_cast<std::uint64_t>(nhwc[i]);
+            same = same && nchw_element(i, s.c, s.plane_elements(), false) == i;
+        }
+        CHECK(same);
+    }
+}
+
 TEST_CASE("layout copies turn NCHW images into NHWC and back; the NHWC bias add adds each channel's bias, widths 1 and 4") {
     for (const Shape4 s : {Shape4{2, 8, 4, 4}, Shape4{3, 5, 2, 3}, Shape4{1, 12, 1, 1}}) {
         CAPTURE(to_string(s));
