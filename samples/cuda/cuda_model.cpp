@@ -20,19 +20,31 @@ Shape4 filter_shape(const Conv2d& c) {
 
 // Why input tensor t of a concat cannot be an NHWC channel slice of its
 // buffer: the layer writing it (the only other layer that touches it,
-// NetworkBuilder makes sure) must take pixels a stride apart. Batch norm,
-// ReLU and add walk rows of pixels; a pool writes its output and reads
-// its gradient with a pixel stride; a convolution cannot.
-std::string slice_unfit(const Network& net, TensorId t) {
+// NetworkBuilder makes sure) must write it, and read its gradient, with
+// pixels a stride apart. Batch norm, ReLU and add walk rows of pixels; a
+// pool writes its output and reads its gradient with a pixel stride; a
+// convolution cannot. A plain add (no fused ReLU) passes its output's
+// gradient on as its inputs' (TrainingGraph aliases them), so the layers
+// writing its inputs must read that slice as their gradient too.
+std::string slice_unfit(const Network& net, TensorId t, bool gradient_only = false) {
     const TensorInfo& info = net.tensor(t);
-    if (!info.producer) return "reads the images, which cannot be a channel slice";
+    if (!info.producer)  // the images: written by no layer; they get no gradient
+        return gradient_only ? "" : "reads the images, which cannot be a channel slice";
     const LayerNode& writer = net.layer(*info.producer);
     const LayerKind k = kind_of(writer.spec);
-    if (k == LayerKind::batch_norm || k == LayerKind::relu || k == LayerKind::add || k == LayerKind::max_pool ||
-        k == LayerKind::avg_pool)
+    if (k == LayerKind::batch_norm || k == LayerKind::relu || k == LayerKind::max_pool || k == LayerKind::avg_pool)
         return "";
-    return "reads '" + info.name + "' from " + std::string(to_string(k)) + " '" + writer.name +
-           "', which cannot write an NHWC channel slice";
+    if (const auto* sum = std::get_if<Add>(&writer.spec)) {
+        if (sum->relu) return "";  // a fused ReLU masks the gradient into a buffer of its own
+        for (const TensorId in : writer.inputs)
+            if (std::string why = slice_unfit(net, in, true); !why.empty())
+                return "reads '" + info.name + "' from add '" + writer.name +
+                       "', which passes its gradient, a channel slice, on to its inputs: " + why;
+        return "";
+    }
+    const std::string layer = std::string(to_string(k)) + " '" + writer.name + "'";
+    return gradient_only ? layer + " cannot read an NHWC channel slice as its gradient"
+                         : "reads '" + info.name + "' from " + layer + ", which cannot write an NHWC channel slice";
 }
 
 }  // namespace

@@ -46,9 +46,11 @@ struct CudaModelOptions {
 // cannot ("" when it can): a concat whose input is written by a layer that
 // cannot write an NHWC channel slice (pixels the concat's channel count
 // apart: batch norm, ReLU and add can, a pool can as its output, a
-// convolution cannot). Everything else takes NHWC: biased convolutions,
-// LRN, fully connected layers over many pixels (through an NCHW copy of
-// their features) and dropouts (each element keeps its NCHW mask bit).
+// convolution cannot; a plain add only when the layers writing its inputs
+// can read the slice as their gradient). Everything else takes NHWC:
+// biased convolutions, LRN, fully connected layers over many pixels
+// (through an NCHW copy of their features) and dropouts (each element
+// keeps its NCHW mask bit).
 std::string channels_last_unfit(const Network& net);
 
 class CudaModel {

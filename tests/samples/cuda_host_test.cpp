@@ -179,7 +179,8 @@ TEST_CASE("NHWC activations: the bundled nets and every layer kind take them; a 
     };
     CHECK(unfit("resnet18", 64) == "");
     CHECK(unfit("resnet50", 64) == "");
-    // Biased convolutions, LRN, concats of ReLU outputs and the auxiliary heads' fully connected layers over 4x4.
+    // Biased convolutions, LRN, concats of ReLU outputs and the auxiliary heads (their fully connected layers
+    // read 1x1 pixels at 64x64, 4x4 at 224x224).
     CHECK(unfit("googlenet", 64) == "");
     // Inception-v3's branches end in batch norm + ReLU or a max pool, which write NHWC channel slices.
     CHECK(unfit("inception_v3", 299) == "");
@@ -204,10 +205,17 @@ TEST_CASE("NHWC activations: the bundled nets and every layer kind take them; a 
                                       b.conv("b.conv", x, conv)});
           }) == "concat 'cat' reads 'b.conv' from conv 'b.conv', which cannot write an NHWC channel slice");
     CHECK(net([&](NetworkBuilder& b, TensorId x) {
-              const TensorId c = b.conv("c.conv", x, conv), d = b.conv("d.conv", x, conv);
+              const TensorId c = b.batch_norm("c.bn", b.conv("c.conv", x, conv)),
+                             d = b.relu("d.relu", b.conv("d.conv", x, conv));
               return b.concat("cat", {b.relu("a.relu", b.conv("a.conv", x, conv)), b.batch_norm("b.bn", c),
                                       b.pool("p", x, {.kernel = 3, .stride = 1, .pad = 1}), b.add("sum", c, d)});
           }) == "");
+    // A plain add hands its output's gradient (the slice) to its inputs' writers: a convolution cannot read it.
+    CHECK(net([&](NetworkBuilder& b, TensorId x) {
+              const TensorId c = b.batch_norm("c.bn", b.conv("c.conv", x, conv)), d = b.conv("d.conv", x, conv);
+              return b.concat("cat", {b.relu("a.relu", b.conv("a.conv", x, conv)), b.add("sum", c, d)});
+          }) == "concat 'cat' reads 'sum' from add 'sum', which passes its gradient, a channel slice, on to its "
+                "inputs: conv 'd.conv' cannot read an NHWC channel slice as its gradient");
     NetworkBuilder flat("flat", {2, 8, 6, 6});
     const TensorId fc = flat.fully_connected("fc6", flat.images(), {.out_features = 4});
     flat.softmax_loss("loss", fc);

@@ -132,7 +132,8 @@ TEST_CASE("convolution with NHWC activations and KRSC filters (both APIs), with 
         cuda::LayerOptions o = exact_options(0, api);
         o.layout = cuda::TensorLayout::nhwc;
         const Conv2d layers[] = {
-            Conv2d({3, 5, 9, 9}, {.out_channels = 4, .kernel = 3, .stride = 2, .pad = 1, .groups = 1, .bias = true}),
+            // 6 channels: the NHWC bias add one float at a time (16-byte units need a multiple of 4).
+            Conv2d({3, 5, 9, 9}, {.out_channels = 6, .kernel = 3, .stride = 2, .pad = 1, .groups = 1, .bias = true}),
             Conv2d({2, 8, 7, 7}, {.out_channels = 16, .kernel = 1, .stride = 1, .pad = 0, .groups = 1, .bias = false}),
             Conv2d({2, 4, 11, 6}, {.out_channels = 6, .kernel = {7, 1}, .stride = 2, .pad = {3, 0}, .groups = 2, .bias = false}),
             // 40 channels: two channel groups of the bias gradient's reduction, the second partly empty.
@@ -371,6 +372,10 @@ TEST_CASE("fully connected (cuBLAS): forward, backward data and weight match the
     check_close(transposed(hdx.host(), in, false), dx, library_tol, "NHWC fc backward data");
     check_close(hdw.host(), dw, library_tol, "NHWC fc backward weight");
     check_bitwise(hdb.host(), fdb, "NHWC fc bias gradient");
+    // The same GEMMs on the same NCHW features: the NCHW layer's bits.
+    check_bitwise(hy.host(), gy.host(), "NHWC fc forward against NCHW");
+    check_bitwise(transposed(hdx.host(), in, false), gdx.host(), "NHWC fc backward data against NCHW");
+    check_bitwise(hdw.host(), gdw.host(), "NHWC fc backward weight against NCHW");
 }
 
 TEST_CASE("pooling: cuDNN forward where floor rounding fits, own kernels for ceil mode and every backward; against the reference, into a concat slice too, and in NHWC") {
@@ -556,6 +561,7 @@ TEST_CASE("LRN (cuDNN for NCHW, own kernels for NHWC) matches the reference, for
         own.forward(lane(), hx.view(in), part.view(in), ImageRange{1, 2});
         const std::vector<float> whole = hy.host(), some = part.host();
         CHECK(std::equal(whole.begin() + in.image_elements(), whole.end(), some.begin() + in.image_elements()));
+        CHECK(std::all_of(some.begin(), some.begin() + in.image_elements(), [](float v) { return v == 0.0f; }));
     }
 }
 

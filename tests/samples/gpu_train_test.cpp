@@ -369,11 +369,18 @@ TEST_CASE("NHWC activations: braid's plan gives the serial bits, eager and graph
     check_steps_near_host(near, exact);
 
     // GoogLeNet with its auxiliary heads: biased convolutions (the NHWC bias
-    // kernels), LRN (own NHWC kernels), concats of ReLU outputs, and the
-    // heads' fully connected layers over 4x4 pixels (through NCHW copies).
+    // kernels), LRN (own NHWC kernels), concats of ReLU outputs, and, at
+    // 96x96, the heads' fully connected layers over 2x2 pixels (through
+    // NCHW copies in lane scratch, reserved before capture).
+    TrainConfig g = small("googlenet");
+    g.model.image = 96;
     {
-        const TrainingGraph tg = build_training_graph(small("googlenet"));
+        const TrainingGraph tg = build_training_graph(g);
         REQUIRE(channels_last_unfit(tg.network) == "");
+        int wide_fcs = 0;
+        for (const LayerNode& node : tg.network.layers())
+            if (const auto* f = std::get_if<FullyConnected>(&node.spec)) wide_fcs += f->in.plane_elements() > 1 ? 1 : 0;
+        REQUIRE(wide_fcs == 2);
         const braid::Plan plan = braid_plan(tg);
         CudaRunOptions o;
         o.deterministic = true;
@@ -381,7 +388,9 @@ TEST_CASE("NHWC activations: braid's plan gives the serial bits, eager and graph
         o.split_granule = split_granule(plan, tg.graph);
         check_plan_bits(tg, plan, o);
     }
-    check_steps_near_host("googlenet", exact);
+    TrainConfig near_g = samples_test::near_host_config("googlenet");
+    near_g.model.image = 96;
+    check_steps_near_host(near_g, exact);
 }
 
 TEST_CASE("every op in 3 parts: the split granule gives the whole-batch bits, plain parts stay within tolerance") {

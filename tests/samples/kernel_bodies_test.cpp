@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -691,8 +692,10 @@ TEST_CASE("LRN kernel bodies over NCHW and NHWC views, strided images too, give 
                 CAPTURE(cl);
                 const LrnArgs a = lrn_args(cfg.size, cfg.alpha, cfg.beta, cfg.k, cl);
                 const auto laid = [&](const std::vector<float>& v) { return cl ? transposed(v, s, true) : v; };
-                // Every view with a plane's worth of other floats after each image.
-                Slice sx(s, 1, 3, 0.0f), sy(s, 1, 5, 7.0f), sdy(s, 1, 0, 0.0f), sdx(s, 1, 2, 7.0f);
+                // Every view with a plane's worth of other floats after each image;
+                // the inputs' are NaN, which a stray read would carry into the results.
+                const float nan = std::numeric_limits<float>::quiet_NaN();
+                Slice sx(s, 1, 3, nan), sy(s, 1, 5, 7.0f), sdy(s, 1, 0, nan), sdx(s, 1, 2, 7.0f);
                 sx.set(laid(x));
                 sdy.set(laid(dy));
                 emulate(s.elements(), [&](std::uint64_t t) { lrn_forward_at(a, sx.images(), sy.images(), t); });
