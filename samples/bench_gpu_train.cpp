@@ -255,7 +255,8 @@ braid::Plan tune_net(const Options& o, const TrainingGraph& tg, const braid::Dev
     double best_baseline_ratio = 0.0;
     for (std::size_t i = 0; i < t.candidates.size(); ++i) {
         const std::optional<braid::PlanChoice>& chosen = t.candidates[i].plan.options.chosen;
-        if (!chosen || chosen->base.empty() || chosen->critical_path_priorities) continue;
+        if (!chosen || chosen->base.empty() || chosen->critical_path_priorities || r.timings[i].samples_ns.empty())
+            continue;
         const double ratio = r.timings[i].ratio;
         if (best_baseline_ratio == 0.0 || ratio < best_baseline_ratio) best_baseline_ratio = ratio;
     }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
@@ -162,15 +163,52 @@ CudaTrainerTiming::CudaTrainerTiming(const TrainingGraph& graph, const CudaRunOp
 
 CudaTrainerTiming::~CudaTrainerTiming() = default;
 
-void CudaTrainerTiming::prepare(std::span<const braid::TuneCandidate> candidates) {
-    trainers_.clear();
-    for (const braid::TuneCandidate& c : candidates) {
-        trainers_.push_back(std::make_unique<CudaTrainer>(graph_, c.plan, options_));
-        trainers_.back()->warm_up();
+bool out_of_device_memory(const std::exception& e) {
+    if (const auto* c = dynamic_cast<const braid::cuda::CudaError*>(&e); c && c->code() == cudaErrorMemoryAllocation)
+        return true;
+    if (const auto* l = dynamic_cast<const braid::cuda::LibraryError*>(&e)) {
+        if (l->api().starts_with("cudnn") && l->status() == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
+            return true;
+        if (l->api().starts_with("cublas") && l->status() == CUBLAS_STATUS_ALLOC_FAILED) return true;
     }
+    try {
+        std::rethrow_if_nested(e);
+    } catch (const std::exception& inner) {
+        return out_of_device_memory(inner);
+    } catch (...) {
+    }
+    return false;
 }
 
-double CudaTrainerTiming::measure_ns(std::size_t candidate) { return trainers_.at(candidate)->iterate() * 1e6; }
+std::vector<std::string> CudaTrainerTiming::prepare(std::span<const braid::TuneCandidate> candidates) {
+    trainers_.clear();
+    std::vector<std::string> declined(candidates.size());
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+        try {
+            auto trainer = std::make_unique<CudaTrainer>(graph_, candidates[i].plan, options_);
+            trainer->warm_up();
+            trainers_.push_back(std::move(trainer));
+        } catch (const std::exception& e) {
+            if (!out_of_device_memory(e)) throw;
+            (void)cudaGetLastError();  // out of memory is not sticky; the failed trainer's memory is freed
+            const auto kept = std::count_if(trainers_.begin(), trainers_.end(), [](const auto& t) { return t != nullptr; });
+            std::size_t free = 0, total = 0;
+            const std::string room = cudaMemGetInfo(&free, &total) == cudaSuccess
+                                         ? fmt::format(" ({} MiB of {} MiB free beside the {} trainers made before it)",
+                                                       free >> 20, total >> 20, kept)
+                                         : std::string();
+            declined[i] = std::string("out of device memory: ") + e.what() + room;
+            trainers_.push_back(nullptr);
+        }
+    }
+    return declined;
+}
+
+double CudaTrainerTiming::measure_ns(std::size_t candidate) {
+    CudaTrainer* t = trainers_.at(candidate).get();
+    if (!t) throw braid::Error("CudaTrainerTiming: candidate " + std::to_string(candidate) + " was declined");
+    return t->iterate() * 1e6;
+}
 
 double CudaTrainerTiming::now_ns() {
     return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now().time_since_epoch()).count();

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <span>
@@ -127,15 +128,18 @@ private:
 
 // Times candidate plans as training steps on the GPU, for braid::tune: a
 // CudaTrainer (model, backend, streams, workspaces of its own) per
-// candidate, made and warmed up by prepare(); a measurement is one
-// iteration on CUDA events (in graph mode the tuner's warm-up run captures
-// the graph, so the timed runs are replays). Every trainer uses the
-// process's cuDNN algorithm choices, so candidates differ only in the plan.
+// candidate, made and warmed up by prepare(), in the candidates' order; a
+// measurement is one iteration on CUDA events (in graph mode the tuner's
+// warm-up run captures the graph, so the timed runs are replays). Every
+// trainer uses the process's cuDNN algorithm choices, so candidates differ
+// only in the plan. A candidate whose trainer runs the device out of memory
+// beside the ones made before it is declined (its memory freed, the error
+// kept as the reason); any other failure is an error.
 class CudaTrainerTiming : public braid::TimingSource {
 public:
     CudaTrainerTiming(const TrainingGraph& graph, const CudaRunOptions& options);
     ~CudaTrainerTiming() override;
-    void prepare(std::span<const braid::TuneCandidate> candidates) override;
+    std::vector<std::string> prepare(std::span<const braid::TuneCandidate> candidates) override;
     double measure_ns(std::size_t candidate) override;
     double now_ns() override;
 
@@ -144,6 +148,11 @@ private:
     CudaRunOptions options_;
     std::vector<std::unique_ptr<CudaTrainer>> trainers_;
 };
+
+// Whether `e`, or an exception nested in it, says the device ran out of
+// memory: cudaErrorMemoryAllocation, cuDNN's
+// INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED or cuBLAS's ALLOC_FAILED.
+bool out_of_device_memory(const std::exception& e);
 
 // Where a measurement on the current CUDA device holds: its name, driver,
 // cuDNN and cuBLAS versions, and the run's mode and batch.

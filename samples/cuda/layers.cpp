@@ -1,6 +1,7 @@
 #include "cuda/layers.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <limits>
 #include <sstream>
 
@@ -314,11 +315,13 @@ std::pair<void*, std::size_t> CudaConv::workspace(CudaLane& lane, const ConvAlgo
     try {
         return {lane.scratch.allocate(a.workspace_bytes), a.workspace_bytes};
     } catch (const braid::Error& e) {
-        throw braid::Error("convolution '" + name_ + "': " + call + (a.plan ? " with engine " : " with algorithm ") +
-                           std::to_string(a.algo) +
-                           " needs " + std::to_string(a.workspace_bytes) + " bytes of cuDNN workspace, more than lane " +
-                           std::to_string(lane.index) + "'s own " + std::to_string(lane.cudnn_workspace_bytes) +
-                           ", and the lane's scratch cannot hold them: " + e.what() + free_memory_note());
+        // Nested, so that the cause (out of memory, say) stays visible to out_of_device_memory.
+        std::throw_with_nested(braid::Error(
+            "convolution '" + name_ + "': " + call + (a.plan ? " with engine " : " with algorithm ") +
+            std::to_string(a.algo) + " needs " + std::to_string(a.workspace_bytes) +
+            " bytes of cuDNN workspace, more than lane " + std::to_string(lane.index) + "'s own " +
+            std::to_string(lane.cudnn_workspace_bytes) + ", and the lane's scratch cannot hold them: " + e.what() +
+            free_memory_note()));
     }
 }
 

@@ -37,6 +37,8 @@ TuningOutcome tune_training_plan(const TrainingGraph& tg, const braid::DeviceSpe
     out.result = braid::tune(tg.graph, out.candidates, source, to);
     const braid::TuneResult& r = *out.result;
     const braid::CandidateTiming& fav = r.timings[r.favourite];
+    for (const braid::CandidateTiming& t : r.timings)
+        if (!t.declined.empty()) log(fmt::format("not measured: '{}': {}", t.name, t.declined));
     if (!r.conclusive)
         log(fmt::format("only {} rounds fitted in the budget, too few to tell the candidates apart: keeping the "
                         "model's choice '{}', not caching it (give --tune-budget more)",
@@ -66,6 +68,7 @@ std::string format_tune_report(const braid::TuneResult& r) {
         const char* mark = i == r.winner ? "=>" : i == r.favourite ? "m" : "";
         std::string note;
         if (t.dropped_after) note = fmt::format(" (dropped after round {})", *t.dropped_after);
+        if (!t.declined.empty()) note = " (declined by the timing source, not measured)";
         const std::string interval =
             i == r.favourite ? std::string("-") : t.ratio_high > 1e9 ? std::string("too few")
                                                                      : fmt::format("[{:.4f}, {:.4f}]", t.ratio_low, t.ratio_high);

@@ -8,6 +8,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cublas_v2.h>
+#include <cudnn.h>
+#include <exception>
+#include <stdexcept>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -21,6 +25,7 @@
 #include "nn/batch_norm.hpp"
 #include "nn/pool.hpp"
 #include "cuda/cuda_model.hpp"
+#include "cuda/cuda_trainer.hpp"
 #include "train/training_graph.hpp"
 
 using namespace braid::samples::cuda;
@@ -37,6 +42,57 @@ constexpr std::size_t gib = std::size_t{1} << 30;
 }  // namespace
 
 TEST_SUITE("cpu") {
+
+namespace {
+
+// `inner` thrown, caught and nested in an outer error, as the executor and
+// the layers wrap a body's failure; returns what the outer catch sees.
+template <class Inner>
+std::exception_ptr nested_in_error(const Inner& inner) {
+    try {
+        try {
+            throw inner;
+        } catch (...) {
+            std::throw_with_nested(braid::Error("op 'conv1.forward' failed"));
+        }
+    } catch (...) {
+        return std::current_exception();
+    }
+    return {};
+}
+
+bool oom(std::exception_ptr p) {
+    try {
+        std::rethrow_exception(p);
+    } catch (const std::exception& e) {
+        return braid::samples::out_of_device_memory(e);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("out of device memory: the CUDA and library allocation failures, nested or not, and nothing else") {
+    using braid::cuda::CudaError;
+    using braid::cuda::LibraryError;
+    const CudaError malloc_failed(cudaErrorMemoryAllocation, "cudaMalloc", "cudaMalloc failed: out of memory");
+    CHECK(braid::samples::out_of_device_memory(malloc_failed));
+    CHECK(oom(nested_in_error(malloc_failed)));
+    constexpr int cudnn_device_alloc = CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+    CHECK(oom(nested_in_error(LibraryError("cudnnBackendExecute", cudnn_device_alloc, "alloc failed"))));
+    CHECK(oom(nested_in_error(LibraryError("cublasGemmEx", CUBLAS_STATUS_ALLOC_FAILED, "alloc failed"))));
+
+    CHECK_FALSE(braid::samples::out_of_device_memory(CudaError(cudaErrorLaunchFailure, "cudaLaunchKernel", "launch")));
+    CHECK_FALSE(oom(nested_in_error(CudaError(cudaErrorIllegalAddress, "cudaStreamSynchronize", "illegal address"))));
+    // The same number under the other library's name is not its ALLOC_FAILED.
+    CHECK_FALSE(oom(nested_in_error(LibraryError("cublasGemmEx", cudnn_device_alloc, "other"))));
+    // Host memory is not the device's.
+    CHECK_FALSE(oom(nested_in_error(
+        LibraryError("cudnnBackendExecute", CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED, "host alloc"))));
+    CHECK_FALSE(oom(nested_in_error(LibraryError("cudnnConvolutionForward", CUBLAS_STATUS_ALLOC_FAILED, "other"))));
+    CHECK_FALSE(braid::samples::out_of_device_memory(braid::Error("out of memory, says the message only")));
+    CHECK_FALSE(oom(nested_in_error(std::runtime_error("cudaErrorMemoryAllocation"))));
+    CHECK_FALSE(oom(nested_in_error(42)));  // a nested non-std exception
+}
 
 TEST_CASE("workspace budget: the limit, or a lane's share of the free memory when that is less") {
     const std::size_t limit = LayerOptions{}.workspace_limit_bytes;

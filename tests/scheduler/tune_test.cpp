@@ -281,11 +281,111 @@ TEST_CASE("bad tuning input names the candidate") {
     CHECK(error_of([&] { tune(t.graph, one, source, o); }) == "tune: favourite 2 is not one of the 1 candidates");
 
     struct Failing : TimingSource {
-        void prepare(std::span<const TuneCandidate>) override {}
+        std::vector<std::string> prepare(std::span<const TuneCandidate>) override { return {}; }
         double measure_ns(std::size_t) override { throw std::runtime_error("cudaErrorLaunchFailure"); }
         double now_ns() override { return 0.0; }
     } failing;
     CHECK(error_of([&] { tune(t.graph, one, failing); }) == "tuning: candidate 'serial' failed: cudaErrorLaunchFailure");
+}
+
+namespace {
+
+// The simulated GPU with no room for some candidates: prepare() declines
+// them, and measuring one is an error (the tuner must never ask).
+struct Cramped : TimingSource {
+    SimulatedTiming& gpu;
+    std::vector<bool> no_room;
+    std::size_t answers = 0;  // prepare()'s answers, one per candidate unless changed
+    Cramped(SimulatedTiming& g, std::vector<bool> full) : gpu(g), no_room(std::move(full)), answers(no_room.size()) {}
+    std::vector<std::string> prepare(std::span<const TuneCandidate> c) override {
+        (void)gpu.prepare(c);
+        std::vector<std::string> out(answers);
+        for (std::size_t i = 0; i < std::min(answers, no_room.size()); ++i)
+            if (no_room[i]) out[i] = "cudaMalloc: out of memory (candidate " + std::to_string(i) + ")";
+        return out;
+    }
+    double measure_ns(std::size_t i) override {
+        if (no_room.at(i)) throw std::runtime_error("measured a declined candidate");
+        return gpu.measure_ns(i);
+    }
+    double now_ns() override { return gpu.now_ns(); }
+};
+
+}  // namespace
+
+TEST_CASE("candidates the source has no room for are reported, never timed, and cannot win") {
+    const TestGraph t = braid::testing::inception_like(4);
+    const strategy::BraidResult planned = plan_for_tuning(t, 6);
+    const std::vector<TuneCandidate> candidates = tune_candidates(planned, 6);
+    REQUIRE(candidates.size() >= 4);
+    const std::size_t n = candidates.size();
+    const DeviceSpec& dev = find_device("h200");
+    TimingNoise noise;
+    noise.sigma = 0.01;
+
+    // The truly best candidate (the simulator's, without noise) declined:
+    // the tuner picks among the others, and the plan records why.
+    SimulatedTiming probe(t.graph, dev, t.costs, sim::LaunchMode::graph, {}, TimingNoise{});
+    (void)probe.prepare(candidates);
+    const std::vector<double> truth = probe.true_ns();
+    const std::size_t best =
+        static_cast<std::size_t>(std::min_element(truth.begin() + 1, truth.end()) - truth.begin());
+    std::vector<bool> full(n, false);
+    full[best] = true;
+    SimulatedTiming gpu(t.graph, dev, t.costs, sim::LaunchMode::graph, {}, noise);
+    Cramped cramped(gpu, full);
+    const TuneResult r = tune(t.graph, candidates, cramped);
+    CHECK(r.timings[best].declined == "cudaMalloc: out of memory (candidate " + std::to_string(best) + ")");
+    CHECK(r.timings[best].samples_ns.empty());
+    CHECK(r.winner != best);
+    CHECK(r.fastest != best);
+    for (std::size_t i = 0; i < n; ++i)
+        if (i != best) {
+            CAPTURE(i);
+            CHECK(r.timings[i].declined.empty());
+            CHECK_FALSE(r.timings[i].samples_ns.empty());
+        }
+    const Plan p = measured_plan(candidates, r, MeasuredOn{});
+    REQUIRE(p.measured.has_value());
+    CHECK(p.measured->candidates[best].declined == r.timings[best].declined);
+    CHECK(p.measured->candidates[best].samples == 0);
+    const nlohmann::json j = to_json(p, t.graph);
+    CHECK(j.at("measured").at("candidates").at(best).at("declined") == r.timings[best].declined);
+    CHECK_FALSE(j.at("measured").at("candidates").at(0).contains("declined"));
+    CHECK(plan_from_json(j, t.graph) == p);
+    nlohmann::json counted = j;
+    counted["measured"]["candidates"][best]["samples"] = 3;
+    CHECK(error_of([&] { (void)plan_from_json(counted, t.graph); }).find("a declined candidate with 3 samples") !=
+          std::string::npos);
+
+    // Only the model's choice fits: it is measured alone and kept.
+    std::vector<bool> all_but_first(n, true);
+    all_but_first[0] = false;
+    SimulatedTiming gpu2(t.graph, dev, t.costs, sim::LaunchMode::graph, {}, noise);
+    Cramped alone(gpu2, all_but_first);
+    const TuneResult a = tune(t.graph, candidates, alone);
+    CHECK(a.winner == 0);
+    CHECK(a.stopped_because == "no other candidate could be prepared");
+    CHECK(a.rounds == TuneOptions{}.min_rounds);
+    CHECK(a.conclusive);
+    CHECK(a.timings[0].samples_ns.size() == a.rounds);
+
+    // The model's choice declined: nothing to compare with, an error naming it.
+    std::vector<bool> first(n, false);
+    first[0] = true;
+    SimulatedTiming gpu3(t.graph, dev, t.costs, sim::LaunchMode::graph, {}, noise);
+    Cramped no_favourite(gpu3, first);
+    CHECK(error_of([&] { tune(t.graph, candidates, no_favourite); }) ==
+          "tuning: the model's choice '" + candidates[0].name +
+              "' could not be prepared: cudaMalloc: out of memory (candidate 0)");
+
+    // A source that answers for the wrong number of candidates.
+    SimulatedTiming gpu4(t.graph, dev, t.costs, sim::LaunchMode::graph, {}, noise);
+    Cramped short_answer(gpu4, std::vector<bool>(n, false));
+    short_answer.answers = n - 1;
+    CHECK(error_of([&] { tune(t.graph, candidates, short_answer); }) ==
+          "tuning: the timing source answered for " + std::to_string(n - 1) + " of " + std::to_string(n) +
+              " candidates");
 }
 
 namespace {

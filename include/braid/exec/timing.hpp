@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -32,10 +33,11 @@ public:
     ExecutorTiming(const OpGraph& graph, Backend& backend, std::vector<Body> bodies, std::function<void()> finish = {})
         : graph_(graph), backend_(backend), bodies_(std::move(bodies)), finish_(std::move(finish)) {}
 
-    void prepare(std::span<const TuneCandidate> candidates) override {
+    std::vector<std::string> prepare(std::span<const TuneCandidate> candidates) override {
         executors_.clear();
         for (const TuneCandidate& c : candidates)
             executors_.push_back(std::make_unique<Executor<Backend>>(graph_, c.plan, backend_, bodies_));
+        return {};
     }
 
     double measure_ns(std::size_t candidate) override {

@@ -121,6 +121,7 @@ struct MeasuredCandidate {
     double median_ms = 0.0;
     double spread_pct = 0.0;  // interquartile range over the median
     std::uint32_t samples = 0;
+    std::string declined;  // why it was not timed (no room on the GPU, say); "" when it was
 
     friend bool operator==(const MeasuredCandidate&, const MeasuredCandidate&) = default;
 };

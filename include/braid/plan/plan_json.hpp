@@ -103,9 +103,12 @@ inline StrategyOptions options_from_json(const JsonReader& r) {
 
 inline nlohmann::json measured_to_json(const PlanMeasurement& m) {
     nlohmann::json candidates = nlohmann::json::array();
-    for (const MeasuredCandidate& c : m.candidates)
-        candidates.push_back({{"name", c.name}, {"median_ms", c.median_ms}, {"spread_pct", c.spread_pct},
-                              {"samples", c.samples}});
+    for (const MeasuredCandidate& c : m.candidates) {
+        nlohmann::json j{
+            {"name", c.name}, {"median_ms", c.median_ms}, {"spread_pct", c.spread_pct}, {"samples", c.samples}};
+        if (!c.declined.empty()) j["declined"] = c.declined;
+        candidates.push_back(std::move(j));
+    }
     return {{"device", m.on.device},   {"driver", m.on.driver},
             {"cudnn", m.on.cudnn},     {"cublas", m.on.cublas},
             {"backend", m.on.backend}, {"mode", to_string(m.on.mode)},
@@ -133,9 +136,13 @@ inline PlanMeasurement measured_from_json(const JsonReader& r) {
     m.switched = r.get<bool>("switched");
     auto cs = r.at("candidates");
     for (std::size_t i = 0; i < cs.size(); ++i) {
-        cs[i].allow_only({"name", "median_ms", "spread_pct", "samples"});
-        m.candidates.push_back(MeasuredCandidate{cs[i].get<std::string>("name"), cs[i].get<double>("median_ms"),
-                                                 cs[i].get<double>("spread_pct"), cs[i].get<std::uint32_t>("samples")});
+        cs[i].allow_only({"name", "median_ms", "spread_pct", "samples", "declined"});
+        MeasuredCandidate c{cs[i].get<std::string>("name"), cs[i].get<double>("median_ms"),
+                            cs[i].get<double>("spread_pct"), cs[i].get<std::uint32_t>("samples")};
+        if (auto d = cs[i].find("declined")) c.declined = d->get<std::string>();
+        if (!c.declined.empty() && c.samples != 0)
+            cs[i].fail("a declined candidate with " + std::to_string(c.samples) + " samples");
+        m.candidates.push_back(std::move(c));
     }
     return m;
 }

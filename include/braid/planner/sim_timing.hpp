@@ -11,6 +11,7 @@
 #include <numbers>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "braid/graph/op_graph.hpp"
@@ -43,12 +44,13 @@ public:
         require_costs_for<PlanError>(graph.op_count(), true_costs.size(), "SimulatedTiming");
     }
 
-    void prepare(std::span<const TuneCandidate> candidates) override {
+    std::vector<std::string> prepare(std::span<const TuneCandidate> candidates) override {
         true_ns_.clear();
         for (const TuneCandidate& c : candidates) {
             true_ns_.push_back(simulate_plan(graph_, c.plan, dev_, costs_, mode_, params_).result.makespan_ns);
             clock_ns_ += prepare_ns_;
         }
+        return {};
     }
 
     double measure_ns(std::size_t candidate) override {

@@ -37,14 +37,19 @@ struct TuneCandidate {
 };
 
 // Where candidate times come from. prepare() is called once with every
-// candidate before any is timed (capture graphs, build executors);
-// measure_ns(i) runs candidate i once and returns its iteration time;
-// now_ns() is the clock the time budget is counted on (a real clock on a
-// device, a virtual one in a simulation, so that tests are deterministic).
+// candidate before any is timed (capture graphs, build executors) and says,
+// per candidate, why it cannot be timed ("" when it can; an empty vector
+// when all can): a GPU with no room for one more candidate's trainer
+// declines it rather than failing the whole tuning. Sources prepare in
+// the candidates' order, so the first (the model's choice, as
+// tune_candidates orders them) has the most room. measure_ns(i) runs
+// candidate i once and returns its iteration time; now_ns() is the clock
+// the time budget is counted on (a real clock on a device, a virtual one
+// in a simulation, so that tests are deterministic).
 class TimingSource {
 public:
     virtual ~TimingSource() = default;
-    virtual void prepare(std::span<const TuneCandidate> candidates) = 0;
+    virtual std::vector<std::string> prepare(std::span<const TuneCandidate> candidates) = 0;
     virtual double measure_ns(std::size_t candidate) = 0;
     virtual double now_ns() = 0;
 };
@@ -79,6 +84,9 @@ struct CandidateTiming {
     // Rounds after which it stopped being timed: surely slower than the
     // leader, or surely within TuneOptions::equivalence of it.
     std::optional<std::uint32_t> dropped_after;
+    // Why the source could not prepare it ("" when it did); a declined
+    // candidate has no samples and cannot win.
+    std::string declined;
 };
 
 struct TuneResult {
@@ -175,7 +183,9 @@ inline std::vector<double> paired_ratios(const CandidateTiming& a, const Candida
 // Times every candidate on `source` and picks one. Every candidate must be a
 // valid plan for `graph` (PlanError names the first that is not), so the
 // result is always a plan that runs. A failing measurement is rethrown as an
-// Error naming the candidate.
+// Error naming the candidate; so is a declined favourite (there is nothing
+// to compare the others with). Other declined candidates are reported and
+// not timed.
 inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> candidates, TimingSource& source,
                        const TuneOptions& options = {}) {
     using detail_tune::median_interval;
@@ -209,14 +219,29 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
         }
     };
 
-    source.prepare(candidates);
+    std::vector<std::string> declined = source.prepare(candidates);
+    if (declined.empty()) declined.resize(n);
+    if (declined.size() != n)
+        throw Error("tuning: the timing source answered for " + std::to_string(declined.size()) + " of " +
+                    std::to_string(n) + " candidates");
     std::vector<bool> alive(n, true);
+    std::size_t timed = 0;  // candidates the source prepared
+    for (std::size_t i = 0; i < n; ++i) {
+        out.timings[i].declined = declined[i];
+        alive[i] = declined[i].empty();
+        timed += alive[i] ? 1 : 0;
+    }
+    if (!alive[options.favourite])
+        throw Error("tuning: the model's choice '" + candidates[options.favourite].name +
+                    "' could not be prepared: " + declined[options.favourite]);
     for (std::uint32_t w = 0; w < options.warmup; ++w)
-        for (std::size_t i = 0; i < n; ++i) (void)measure(i);
+        for (std::size_t i = 0; i < n; ++i)
+            if (alive[i]) (void)measure(i);
 
     // What one round may cost: the slowest so far, or the models' guess before any.
     double round_ns = 0.0;
-    for (const TuneCandidate& c : candidates) round_ns += c.model_ns;
+    for (std::size_t i = 0; i < n; ++i)
+        if (alive[i]) round_ns += candidates[i].model_ns;
     const auto leader = [&] {
         std::size_t best = options.favourite;
         for (std::size_t i = 0; i < n; ++i)
@@ -258,6 +283,10 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
             }
         }
         if (others == 0) {
+            if (timed == 1) {
+                out.stopped_because = "no other candidate could be prepared";
+                break;
+            }
             if (lead == options.favourite) {
                 out.stopped_because = "every other candidate is slower than the favourite, or as fast within " +
                                       detail_tune::number(options.equivalence * 100.0) + " %, beyond the noise";
@@ -279,8 +308,8 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
     }
 
     const CandidateTiming& fav = out.timings[options.favourite];
-    const double z = detail_tune::z_for_comparisons(n - 1);
-    out.conclusive = n == 1 || std::floor(out.rounds / 2.0 - z / 2.0 * std::sqrt(static_cast<double>(out.rounds))) >= 1.0;
+    const double z = detail_tune::z_for_comparisons(timed - 1);
+    out.conclusive = timed == 1 || std::floor(out.rounds / 2.0 - z / 2.0 * std::sqrt(static_cast<double>(out.rounds))) >= 1.0;
     for (std::size_t i = 0; i < n; ++i) {
         CandidateTiming& t = out.timings[i];
         if (t.samples_ns.empty()) continue;
@@ -324,7 +353,7 @@ inline Plan measured_plan(std::span<const TuneCandidate> candidates, const TuneR
     m.switched = result.switched();
     for (const CandidateTiming& t : result.timings)
         m.candidates.push_back(MeasuredCandidate{t.name, t.median_ns / 1e6, t.spread_pct,
-                                                 static_cast<std::uint32_t>(t.samples_ns.size())});
+                                                 static_cast<std::uint32_t>(t.samples_ns.size()), t.declined});
     plan.measured = std::move(m);
     return plan;
 }
