@@ -269,6 +269,10 @@ braid::Plan tune_net(const Options& o, const TrainingGraph& tg, const braid::Dev
         fmt::print("{}_braid_tuned_graph_speedup_vs_best_baseline: {:.3f}\n", prefix,
                    best_baseline_ratio / r.chosen().ratio);
     fmt::print("{}_braid_tuning_conclusive: {}\n", prefix, r.conclusive ? 1 : 0);
+    // Candidates the GPU had no room for (baselines come last, so they go first): the
+    // speedup above is then over the baselines that fit.
+    fmt::print("{}_braid_tuning_declined_candidates: {}\n", prefix,
+               std::count_if(r.timings.begin(), r.timings.end(), [](const auto& c) { return !c.declined.empty(); }));
     std::fflush(stdout);
     return t.plan;
 }

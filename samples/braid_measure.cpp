@@ -180,7 +180,11 @@ int run(const Options& o, Work w) {
         run.conv_graph_api = g.kernels.conv_graph_api;
         run.cudnn_batch_norm = g.kernels.cudnn_batch_norm;
         braid::samples::CudaTrainerTiming source(g.tg, run);
-        source.prepare(g.candidates);
+        const std::vector<std::string> declined = source.prepare(g.candidates);
+        for (std::size_t k = 0; k < declined.size(); ++k)
+            if (!declined[k].empty())
+                throw braid::Error("row '" + m.rows[g.rows[k]].label + "' could not be prepared beside the " +
+                                   std::to_string(k) + " before it in its group: " + declined[k]);
         std::vector<std::vector<double>> ms(g.rows.size());
         for (std::uint32_t round = 0; round < o.rounds + 1; ++round)
             for (std::size_t k = 0; k < g.rows.size(); ++k) {

@@ -187,10 +187,16 @@ std::vector<std::string> CudaTrainerTiming::prepare(std::span<const braid::TuneC
         try {
             auto trainer = std::make_unique<CudaTrainer>(graph_, candidates[i].plan, options_);
             trainer->warm_up();
+            // In graph mode the capture and instantiation allocate too: do them here, where
+            // running out of memory declines this candidate, not during the tuning rounds.
+            if (options_.graph_mode) (void)trainer->iterate();
             trainers_.push_back(std::move(trainer));
         } catch (const std::exception& e) {
             if (!out_of_device_memory(e)) throw;
-            (void)cudaGetLastError();  // out of memory is not sticky; the failed trainer's memory is freed
+            // Out of memory is not sticky, and the failed trainer is gone with its memory. A device
+            // that still reports an error after that failed for another reason too: not a decline.
+            (void)cudaGetLastError();
+            if (cudaDeviceSynchronize() != cudaSuccess) throw;
             const auto kept = std::count_if(trainers_.begin(), trainers_.end(), [](const auto& t) { return t != nullptr; });
             std::size_t free = 0, total = 0;
             const std::string room = cudaMemGetInfo(&free, &total) == cudaSuccess

@@ -128,13 +128,14 @@ private:
 
 // Times candidate plans as training steps on the GPU, for braid::tune: a
 // CudaTrainer (model, backend, streams, workspaces of its own) per
-// candidate, made and warmed up by prepare(), in the candidates' order; a
-// measurement is one iteration on CUDA events (in graph mode the tuner's
-// warm-up run captures the graph, so the timed runs are replays). Every
-// trainer uses the process's cuDNN algorithm choices, so candidates differ
-// only in the plan. A candidate whose trainer runs the device out of memory
-// beside the ones made before it is declined (its memory freed, the error
-// kept as the reason); any other failure is an error.
+// candidate, made and warmed up by prepare(), in the candidates' order (in
+// graph mode prepare() also captures each graph, so the timed runs are
+// replays); a measurement is one iteration on CUDA events. Every trainer
+// uses the process's cuDNN algorithm choices, so candidates differ only in
+// the plan. A candidate whose trainer runs the device out of memory beside
+// the ones made before it is declined (its memory freed, the error kept as
+// the reason) when the device is healthy after that; any other failure is
+// an error.
 class CudaTrainerTiming : public braid::TimingSource {
 public:
     CudaTrainerTiming(const TrainingGraph& graph, const CudaRunOptions& options);

@@ -37,9 +37,17 @@ TuningOutcome tune_training_plan(const TrainingGraph& tg, const braid::DeviceSpe
     out.result = braid::tune(tg.graph, out.candidates, source, to);
     const braid::TuneResult& r = *out.result;
     const braid::CandidateTiming& fav = r.timings[r.favourite];
+    std::size_t declined = 0;
     for (const braid::CandidateTiming& t : r.timings)
-        if (!t.declined.empty()) log(fmt::format("not measured: '{}': {}", t.name, t.declined));
-    if (!r.conclusive)
+        if (!t.declined.empty()) {
+            ++declined;
+            log(fmt::format("not measured: '{}': {}", t.name, t.declined));
+        }
+    if (declined > 0 && declined + 1 == r.timings.size())
+        log(fmt::format("no other candidate could be prepared: keeping the model's choice '{}' ({:.3f} ms), "
+                        "not caching it",
+                        fav.name, fav.median_ns / 1e6));
+    else if (!r.conclusive)
         log(fmt::format("only {} rounds fitted in the budget, too few to tell the candidates apart: keeping the "
                         "model's choice '{}', not caching it (give --tune-budget more)",
                         r.rounds, fav.name));
@@ -52,7 +60,10 @@ TuningOutcome tune_training_plan(const TrainingGraph& tg, const braid::DeviceSpe
     log(fmt::format("{} rounds in {:.1f} s; stopped: {}", r.rounds, r.elapsed_s, r.stopped_because));
     out.plan = braid::measured_plan(out.candidates, r, on);
     // A cache that cannot be written costs the next run a tuning, not this run its training.
-    if (!request.cache_dir.empty() && r.conclusive) try {
+    if (!request.cache_dir.empty() && r.conclusive && declined > 0)
+        log(fmt::format("not cached: {} candidates were declined, and what fits depends on the memory free now",
+                        declined));
+    else if (!request.cache_dir.empty() && r.conclusive) try {
             log("stored as " + braid::store_tuned_plan(request.cache_dir, tg.graph, out.plan).string());
         } catch (const braid::Error& e) {
             log(std::string("not cached: ") + e.what());
@@ -68,7 +79,11 @@ std::string format_tune_report(const braid::TuneResult& r) {
         const char* mark = i == r.winner ? "=>" : i == r.favourite ? "m" : "";
         std::string note;
         if (t.dropped_after) note = fmt::format(" (dropped after round {})", *t.dropped_after);
-        if (!t.declined.empty()) note = " (declined by the timing source, not measured)";
+        if (!t.declined.empty()) {
+            s += fmt::format("  {:<3} {:>10} {:>8} {:>8} {:>19} {:>7}  {} (declined, not measured)\n", mark, "-", "-",
+                             "-", "-", 0, t.name);
+            continue;
+        }
         const std::string interval =
             i == r.favourite ? std::string("-") : t.ratio_high > 1e9 ? std::string("too few")
                                                                      : fmt::format("[{:.4f}, {:.4f}]", t.ratio_low, t.ratio_high);

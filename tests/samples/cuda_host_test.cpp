@@ -61,6 +61,30 @@ std::exception_ptr nested_in_error(const Inner& inner) {
     return {};
 }
 
+// As a body's failure reaches the tuner: the allocation's error inside the
+// layer's workspace error, inside the executor's error naming the op,
+// inside the trainer's.
+std::exception_ptr nested_three_deep(const braid::cuda::CudaError& allocation) {
+    try {
+        try {
+            try {
+                try {
+                    throw allocation;
+                } catch (...) {
+                    std::throw_with_nested(braid::Error("convolution 'conv1': cudnnBackendExecute needs workspace"));
+                }
+            } catch (...) {
+                std::throw_with_nested(braid::Error("op 'conv1.forward' failed"));
+            }
+        } catch (...) {
+            std::throw_with_nested(braid::Error("warm-up iteration failed"));
+        }
+    } catch (...) {
+        return std::current_exception();
+    }
+    return {};
+}
+
 bool oom(std::exception_ptr p) {
     try {
         std::rethrow_exception(p);
@@ -77,6 +101,8 @@ TEST_CASE("out of device memory: the CUDA and library allocation failures, neste
     const CudaError malloc_failed(cudaErrorMemoryAllocation, "cudaMalloc", "cudaMalloc failed: out of memory");
     CHECK(braid::samples::out_of_device_memory(malloc_failed));
     CHECK(oom(nested_in_error(malloc_failed)));
+    CHECK(oom(nested_three_deep(malloc_failed)));
+    CHECK_FALSE(oom(nested_three_deep(CudaError(cudaErrorLaunchFailure, "cudaLaunchKernel", "launch failed"))));
     constexpr int cudnn_device_alloc = CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
     CHECK(oom(nested_in_error(LibraryError("cudnnBackendExecute", cudnn_device_alloc, "alloc failed"))));
     CHECK(oom(nested_in_error(LibraryError("cublasGemmEx", CUBLAS_STATUS_ALLOC_FAILED, "alloc failed"))));

@@ -323,16 +323,21 @@ TEST_CASE("candidates the source has no room for are reported, never timed, and 
     TimingNoise noise;
     noise.sigma = 0.01;
 
-    // The truly best candidate (the simulator's, without noise) declined:
-    // the tuner picks among the others, and the plan records why.
-    SimulatedTiming probe(t.graph, dev, t.costs, sim::LaunchMode::graph, {}, TimingNoise{});
-    (void)probe.prepare(candidates);
-    const std::vector<double> truth = probe.true_ns();
-    const std::size_t best =
-        static_cast<std::size_t>(std::min_element(truth.begin() + 1, truth.end()) - truth.begin());
+    // A GPU that disagrees with the model, so that tuning with room for
+    // every candidate switches away from the favourite; then the candidate
+    // it switched to is declined: the tuner picks among the others, and the
+    // plan records why.
+    OpCosts truth;
+    std::size_t best = 0;
+    for (std::uint64_t seed = 1; seed <= 40 && best == 0; ++seed) {
+        truth = disagreeing(t.costs, seed, 0.3);
+        SimulatedTiming roomy(t.graph, dev, truth, sim::LaunchMode::graph, {}, noise);
+        best = tune(t.graph, candidates, roomy).winner;
+    }
+    REQUIRE(best != 0);
     std::vector<bool> full(n, false);
     full[best] = true;
-    SimulatedTiming gpu(t.graph, dev, t.costs, sim::LaunchMode::graph, {}, noise);
+    SimulatedTiming gpu(t.graph, dev, truth, sim::LaunchMode::graph, {}, noise);
     Cramped cramped(gpu, full);
     const TuneResult r = tune(t.graph, candidates, cramped);
     CHECK(r.timings[best].declined == "cudaMalloc: out of memory (candidate " + std::to_string(best) + ")");
@@ -357,6 +362,9 @@ TEST_CASE("candidates the source has no room for are reported, never timed, and 
     counted["measured"]["candidates"][best]["samples"] = 3;
     CHECK(error_of([&] { (void)plan_from_json(counted, t.graph); }).find("a declined candidate with 3 samples") !=
           std::string::npos);
+    nlohmann::json empty_reason = j;
+    empty_reason["measured"]["candidates"][best]["declined"] = "";
+    CHECK(error_of([&] { (void)plan_from_json(empty_reason, t.graph); }).find("an empty reason") != std::string::npos);
 
     // Only the model's choice fits: it is measured alone and kept.
     std::vector<bool> all_but_first(n, true);
@@ -367,8 +375,23 @@ TEST_CASE("candidates the source has no room for are reported, never timed, and 
     CHECK(a.winner == 0);
     CHECK(a.stopped_because == "no other candidate could be prepared");
     CHECK(a.rounds == TuneOptions{}.min_rounds);
-    CHECK(a.conclusive);
+    CHECK_FALSE(a.conclusive);  // nothing was compared
     CHECK(a.timings[0].samples_ns.size() == a.rounds);
+
+    // A favourite that is not first, and candidate 0 declined: 0 is neither
+    // the fastest nor the winner, though both start out as index 0.
+    TuneOptions second;
+    second.favourite = 1;
+    std::vector<bool> zero(n, false);
+    zero[0] = true;
+    SimulatedTiming gpu5(t.graph, dev, truth, sim::LaunchMode::graph, {}, noise);
+    Cramped first_full(gpu5, zero);
+    const TuneResult f = tune(t.graph, candidates, first_full, second);
+    CHECK(f.favourite == 1);
+    CHECK(f.timings[0].samples_ns.empty());
+    CHECK(f.fastest != 0);
+    CHECK(f.winner != 0);
+    CHECK_FALSE(f.timings[f.fastest].samples_ns.empty());
 
     // The model's choice declined: nothing to compare with, an error naming it.
     std::vector<bool> first(n, false);

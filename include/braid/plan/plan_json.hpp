@@ -139,7 +139,10 @@ inline PlanMeasurement measured_from_json(const JsonReader& r) {
         cs[i].allow_only({"name", "median_ms", "spread_pct", "samples", "declined"});
         MeasuredCandidate c{cs[i].get<std::string>("name"), cs[i].get<double>("median_ms"),
                             cs[i].get<double>("spread_pct"), cs[i].get<std::uint32_t>("samples")};
-        if (auto d = cs[i].find("declined")) c.declined = d->get<std::string>();
+        if (auto d = cs[i].find("declined")) {
+            c.declined = d->get<std::string>();
+            if (c.declined.empty()) d->fail("an empty reason (leave \"declined\" out for a measured candidate)");
+        }
         if (!c.declined.empty() && c.samples != 0)
             cs[i].fail("a declined candidate with " + std::to_string(c.samples) + " samples");
         m.candidates.push_back(std::move(c));

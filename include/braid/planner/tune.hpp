@@ -4,7 +4,7 @@
 // rounds (A B C, B C A, ...) so that drift hits every candidate alike. The
 // model's favourite is kept unless another candidate is faster beyond the
 // noise: the median of its per-round time ratios to the favourite, with a
-// distribution-free interval (95 % jointly over all candidates; 99.9 % for a
+// distribution-free interval (95 % jointly over the timed candidates; 99.9 % for a
 // decision taken during the rounds), must lie wholly below 1 - equivalence. Candidates that
 // are surely slower than the leader, or surely as fast, stop being timed,
 // which spends the budget on the ones still in doubt.
@@ -78,7 +78,7 @@ struct CandidateTiming {
     double median_ns = 0.0;
     double spread_pct = 0.0;            // interquartile range over the median
     // Median of the per-round ratios of its time to the favourite's, and the
-    // interval of that median, 95 % jointly over all candidates (1, 1, 1 for
+    // interval of that median, 95 % jointly over the timed candidates (1, 1, 1 for
     // the favourite itself).
     double ratio = 1.0, ratio_low = 1.0, ratio_high = 1.0;
     // Rounds after which it stopped being timed: surely slower than the
@@ -98,8 +98,9 @@ struct TuneResult {
     double elapsed_s = 0.0;     // on the source's clock, prepare() included
     std::string stopped_because;
 
-    // Enough rounds that the final intervals could exclude a tie; when false
-    // the favourite was kept for want of measurements, not on them.
+    // Enough rounds that the final intervals could exclude a tie, and some
+    // candidate besides the favourite timed; when false the favourite was
+    // kept for want of measurements, not on them.
     bool conclusive = false;
 
     bool switched() const noexcept { return winner != favourite; }
@@ -309,7 +310,11 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
 
     const CandidateTiming& fav = out.timings[options.favourite];
     const double z = detail_tune::z_for_comparisons(timed - 1);
-    out.conclusive = timed == 1 || std::floor(out.rounds / 2.0 - z / 2.0 * std::sqrt(static_cast<double>(out.rounds))) >= 1.0;
+    // With every other candidate declined nothing was compared: not conclusive.
+    out.conclusive =
+        out.rounds > 0 &&
+        (n == 1 ||
+         (timed > 1 && std::floor(out.rounds / 2.0 - z / 2.0 * std::sqrt(static_cast<double>(out.rounds))) >= 1.0));
     for (std::size_t i = 0; i < n; ++i) {
         CandidateTiming& t = out.timings[i];
         if (t.samples_ns.empty()) continue;

@@ -1,7 +1,8 @@
 // What tuning measures: braid's best plans by the simulator, the model's
 // choice first (the favourite), and the serial, nimble and glp4nn
 // baselines, so that the tuned plan is never slower than what the
-// baselines measure.
+// baselines measure (those the timing source did not decline: they come
+// last, so a GPU without room for every candidate declines them first).
 #pragma once
 
 #include <cstddef>
