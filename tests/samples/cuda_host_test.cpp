@@ -45,15 +45,15 @@ TEST_SUITE("cpu") {
 
 namespace {
 
-// `inner` thrown, caught and nested in an outer error, as the executor and
-// the layers wrap a body's failure; returns what the outer catch sees.
-template <class Inner>
-std::exception_ptr nested_in_error(const Inner& inner) {
+// `inner` rethrown, caught and nested in an Error saying `outer`, as the
+// layers, the executor and the trainer wrap a body's failure; returns what
+// the outer catch sees.
+std::exception_ptr nest(std::exception_ptr inner, const std::string& outer) {
     try {
         try {
-            throw inner;
+            std::rethrow_exception(inner);
         } catch (...) {
-            std::throw_with_nested(braid::Error("op 'conv1.forward' failed"));
+            std::throw_with_nested(braid::Error(outer));
         }
     } catch (...) {
         return std::current_exception();
@@ -61,28 +61,18 @@ std::exception_ptr nested_in_error(const Inner& inner) {
     return {};
 }
 
+template <class Inner>
+std::exception_ptr nested_in_error(const Inner& inner) {
+    return nest(std::make_exception_ptr(inner), "op 'conv1.forward' failed");
+}
+
 // As a body's failure reaches the tuner: the allocation's error inside the
 // layer's workspace error, inside the executor's error naming the op,
 // inside the trainer's.
 std::exception_ptr nested_three_deep(const braid::cuda::CudaError& allocation) {
-    try {
-        try {
-            try {
-                try {
-                    throw allocation;
-                } catch (...) {
-                    std::throw_with_nested(braid::Error("convolution 'conv1': cudnnBackendExecute needs workspace"));
-                }
-            } catch (...) {
-                std::throw_with_nested(braid::Error("op 'conv1.forward' failed"));
-            }
-        } catch (...) {
-            std::throw_with_nested(braid::Error("warm-up iteration failed"));
-        }
-    } catch (...) {
-        return std::current_exception();
-    }
-    return {};
+    return nest(nest(nest(std::make_exception_ptr(allocation), "convolution 'conv1': cudnnBackendExecute needs workspace"),
+                     "op 'conv1.forward' failed"),
+                "warm-up iteration failed");
 }
 
 bool oom(std::exception_ptr p) {
