@@ -25,15 +25,22 @@ Shape4 filter_shape(const Conv2d& c) {
 // pool writes its output and reads its gradient with a pixel stride; a
 // convolution cannot. A plain add (no fused ReLU) passes its output's
 // gradient on as its inputs' (TrainingGraph aliases them), so the layers
-// writing its inputs must read that slice as their gradient too.
+// writing its inputs must read that slice as their gradient too; a max
+// pool cannot, as its output then stays whole and its kernels read y and
+// dy with one pixel stride.
 std::string slice_unfit(const Network& net, TensorId t, bool gradient_only = false) {
     const TensorInfo& info = net.tensor(t);
     if (!info.producer)  // the images: written by no layer; they get no gradient
         return gradient_only ? "" : "reads the images, which cannot be a channel slice";
     const LayerNode& writer = net.layer(*info.producer);
     const LayerKind k = kind_of(writer.spec);
-    if (k == LayerKind::batch_norm || k == LayerKind::relu || k == LayerKind::max_pool || k == LayerKind::avg_pool)
-        return "";
+    if (k == LayerKind::batch_norm || k == LayerKind::relu || k == LayerKind::avg_pool) return "";
+    if (k == LayerKind::max_pool) {
+        if (!gradient_only) return "";
+        return "max_pool '" + writer.name +
+               "' cannot read an NHWC channel slice as its gradient beside its whole output (its kernels read "
+               "both with one pixel stride)";
+    }
     if (const auto* sum = std::get_if<Add>(&writer.spec)) {
         if (sum->relu) return "";  // a fused ReLU masks the gradient into a buffer of its own
         for (const TensorId in : writer.inputs)
@@ -51,6 +58,11 @@ std::string slice_unfit(const Network& net, TensorId t, bool gradient_only = fal
 
 std::string channels_last_unfit(const Network& net) {
     for (const LayerNode& node : net.layers()) {
+        // Its classes are an image's floats in memory order: NHWC would give a
+        // label another class than NCHW and the reference do.
+        if (const auto* loss = std::get_if<SoftmaxCrossEntropy>(&node.spec); loss && loss->in.plane_elements() > 1)
+            return "softmax_loss '" + node.name + "' reads logits of " + std::to_string(loss->in.h) + "x" +
+                   std::to_string(loss->in.w) + " pixels, whose classes NHWC would store in another order";
         if (!std::holds_alternative<Concat>(node.spec)) continue;
         for (const TensorId t : node.inputs)
             if (const std::string why = slice_unfit(net, t); !why.empty())

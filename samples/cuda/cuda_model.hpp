@@ -47,7 +47,9 @@ struct CudaModelOptions {
 // cannot write an NHWC channel slice (pixels the concat's channel count
 // apart: batch norm, ReLU and add can, a pool can as its output, a
 // convolution cannot; a plain add only when the layers writing its inputs
-// can read the slice as their gradient). Everything else takes NHWC:
+// can read the slice as their gradient, which a max pool cannot), or a
+// softmax loss over logits of more than one pixel (its classes would be
+// NHWC-ordered). Everything else takes NHWC:
 // biased convolutions, LRN, fully connected layers over many pixels
 // (through an NCHW copy of their features) and dropouts (each element
 // keeps its NCHW mask bit).

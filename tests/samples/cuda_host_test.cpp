@@ -288,6 +288,26 @@ TEST_CASE("NHWC activations: the bundled nets and every layer kind take them; a 
               return b.concat("cat", {b.relu("a.relu", b.conv("a.conv", x, conv)), b.add("sum", c, d)});
           }) == "concat 'cat' reads 'sum' from add 'sum', which passes its gradient, a channel slice, on to its "
                 "inputs: conv 'd.conv' cannot read an NHWC channel slice as its gradient");
+    // ... and a max pool cannot either: its output stays whole, and its kernels read y and dy with one stride.
+    CHECK(net([&](NetworkBuilder& b, TensorId x) {
+              const TensorId c = b.batch_norm("c.bn", b.conv("c.conv", x, conv)),
+                             p = b.pool("p", b.conv("p.conv", x, conv), {.kernel = 3, .stride = 1, .pad = 1});
+              return b.concat("cat", {b.relu("a.relu", b.conv("a.conv", x, conv)), b.add("sum", c, p)});
+          }) == "concat 'cat' reads 'sum' from add 'sum', which passes its gradient, a channel slice, on to its "
+                "inputs: max_pool 'p' cannot read an NHWC channel slice as its gradient beside its whole output "
+                "(its kernels read both with one pixel stride)");
+    // An average pool reads no y: it may.
+    CHECK(net([&](NetworkBuilder& b, TensorId x) {
+              const TensorId c = b.batch_norm("c.bn", b.conv("c.conv", x, conv)),
+                             p = b.pool("p", b.conv("p.conv", x, conv),
+                                        {.mode = PoolMode::average, .kernel = 3, .stride = 1, .pad = 1});
+              return b.concat("cat", {b.relu("a.relu", b.conv("a.conv", x, conv)), b.add("sum", c, p)});
+          }) == "");
+    // A softmax over logits of many pixels takes an image's floats as its classes, in memory order.
+    NetworkBuilder pixels("pixels", {2, 8, 6, 6});
+    pixels.softmax_loss("loss", pixels.relu("r", pixels.images()));
+    CHECK(channels_last_unfit(pixels.finish()) ==
+          "softmax_loss 'loss' reads logits of 6x6 pixels, whose classes NHWC would store in another order");
     NetworkBuilder flat("flat", {2, 8, 6, 6});
     const TensorId fc = flat.fully_connected("fc6", flat.images(), {.out_features = 4});
     flat.softmax_loss("loss", fc);
