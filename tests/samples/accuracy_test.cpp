@@ -159,7 +159,9 @@ TEST_CASE("measurements files: errors name the file, the row and the field") {
          "$.rows[0].speed: unknown field"},
         {"{\"format\": \"braid.profile\"}", "$: this is a braid.profile, not a braid.measurements"},
     };
-    for (const auto& [text, message] : bad) {
+    for (const auto& c : bad) {
+        const auto& text = c.first;
+        const auto& message = c.second;  // variables, not bindings: lambdas capture them before clang 16 too
         CAPTURE(message);
         const std::string file = write_temp("bad.json", text);
         CHECK(error_of([&] { (void)load_measurements(file); }).find(message) != std::string::npos);

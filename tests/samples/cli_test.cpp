@@ -40,7 +40,9 @@ void check_fails(const std::string& args, const std::string& expected) {
 // Runs `program` with each case's arguments and checks that it fails, not
 // skips (exit 77: no GPU), with a message containing the case's text.
 [[maybe_unused]] void check_refusals(const std::string& program, const std::map<std::string, std::string>& cases) {
-    for (const auto& [args, expected] : cases) {
+    for (const auto& c : cases) {
+        const std::string& args = c.first;  // variables, not bindings: CAPTURE's lambda takes them before clang 16 too
+        const std::string& expected = c.second;
         CAPTURE(args);
         const Run r = braid::testing::run_command(program + " " + args);
         CAPTURE(r.output);

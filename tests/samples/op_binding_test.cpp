@@ -314,7 +314,9 @@ TEST_CASE("channels-last views: whole tensors as in NCHW; a concat's slices star
             }
             // Each concat's value (and gradient) slices cover its channels once: disjoint in NHWC as in NCHW.
             CHECK(channels.size() >= 2);
-            for (auto& [parent, ranges] : channels) {
+            for (auto& entry : channels) {
+                const braid::BufferId parent = entry.first;  // a binding CAPTURE's lambda could not use before clang 16
+                auto& ranges = entry.second;
                 CAPTURE(tg.graph.buffer(parent).name);
                 std::sort(ranges.begin(), ranges.end());
                 std::uint32_t next = 0;

@@ -140,7 +140,9 @@ TEST_CASE("a calibration file round-trips and says what is wrong with a bad one"
         {with(j, P("/device/sm_count"), 0), "$.device.sm_count: must be between 1 and 4096"},
         {with(j, P("/colour"), "blue"), "$.colour: unknown field"},
     };
-    for (const auto& [doc, message] : bad) {
+    for (const auto& entry : bad) {
+        const auto& doc = entry.first;
+        const auto& message = entry.second;  // variables, not bindings: lambdas capture them before clang 16 too
         CAPTURE(message);
         const std::string e = error_of([&] { (void)calibration_from_json(doc); });
         CHECK(e.find(message) != std::string::npos);
