@@ -8,7 +8,8 @@
 // and the tuned one against serial (graph mode, deterministic algorithms).
 // Prints `key: value` lines for tools/gpu-check; times are means over
 // --iters iterations after a warm-up iteration and (graph mode) the capture,
-// and tuned times medians of the tuning rounds.
+// and tuned times medians of the tuning rounds (--tune-budget 0: no tuning;
+// a budget that preparing the candidates spends prints no tuned medians).
 //
 //   bench-gpu-train [--nets googlenet,resnet50] [--batches 8,32] [--image S]
 //                   [--classes 1000] [--width-scale 1] [--iters 5] [--check-iters 2]
@@ -117,7 +118,7 @@ void add_options(CLI::App& app, Options& o) {
     app.add_option("--tune-top", o.tune_top, "braid's best plans by the model that tuning measures")
         ->check(CLI::Range(1u, 1000u))
         ->capture_default_str();
-    app.add_option("--tune-budget", o.tune_budget_s, "seconds of tuning per net and batch")
+    app.add_option("--tune-budget", o.tune_budget_s, "seconds of tuning per net and batch, preparation included (0: no tuning)")
         ->check(CLI::Range(0.0, 86400.0))
         ->capture_default_str();
     app.add_option("--fuse-relu", o.fuse_relu, "1: fold ReLUs into batch norms and adds (keys <net>_fused)")
@@ -260,11 +261,18 @@ braid::Plan tune_net(const Options& o, const TrainingGraph& tg, const braid::Dev
         const double ratio = r.timings[i].ratio;
         if (best_baseline_ratio == 0.0 || ratio < best_baseline_ratio) best_baseline_ratio = ratio;
     }
-    const double tuned = r.chosen().median_ns / 1e6;
-    fmt::print("{}_braid_model_choice_graph_median_ms: {:.3f}\n", prefix, r.timings[r.favourite].median_ns / 1e6);
-    fmt::print("{}_braid_tuned_graph_median_ms: {:.3f}\n", prefix, tuned);
-    fmt::print("{}_braid_tuned_switched_from_model: {}\n", prefix, r.switched() ? 1 : 0);
+    fmt::print("{}_braid_tuning_rounds: {}\n", prefix, r.rounds);
     fmt::print("{}_braid_tuning_s: {:.1f}\n", prefix, r.elapsed_s);
+    // The budget counts preparation too (every candidate's trainer, warmed up and
+    // captured): one spent before the first round leaves no medians to print.
+    if (r.rounds == 0) {
+        fmt::print("{}: tune: no round was timed ({}); medians not printed\n", prefix, r.stopped_because);
+        std::fflush(stdout);
+        return t.plan;
+    }
+    fmt::print("{}_braid_model_choice_graph_median_ms: {:.3f}\n", prefix, r.timings[r.favourite].median_ns / 1e6);
+    fmt::print("{}_braid_tuned_graph_median_ms: {:.3f}\n", prefix, r.chosen().median_ns / 1e6);
+    fmt::print("{}_braid_tuned_switched_from_model: {}\n", prefix, r.switched() ? 1 : 0);
     if (best_baseline_ratio > 0.0)
         fmt::print("{}_braid_tuned_graph_speedup_vs_best_baseline: {:.3f}\n", prefix,
                    best_baseline_ratio / r.chosen().ratio);
@@ -332,7 +340,8 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
     fmt::print("{}_braid_graph_speedup_vs_nimble_graph: {:.3f}\n", prefix, nimble_graph / braid_graph);
     std::fflush(stdout);
 
-    const braid::Plan tuned = tune_net(o, tg, device, prefix);
+    // --tune-budget 0: the rows that compare kernel settings tune nothing.
+    const braid::Plan tuned = o.tune_budget_s > 0.0 ? tune_net(o, tg, device, prefix) : braid_plan;
     print_setting_comparisons(o, tg, serial, "serial", prefix);
     print_setting_comparisons(o, tg, braid_plan, "braid", prefix);
 

@@ -169,16 +169,50 @@ Work work_of(const Options& o) {
     return w;
 }
 
+// Writes the rows measured so far (all of them once `groups_done` is every
+// group), so that a run stopped by a timeout or a failing group keeps the
+// groups before it. Written to a temporary file first, then renamed.
+void write_measured(const Options& o, const braid::MeasurementSet& m, const std::string& from, std::size_t groups_done,
+                    std::size_t groups) {
+    braid::MeasurementSet part = m;
+    part.rows.clear();
+    for (const braid::MeasuredRow& row : m.rows)
+        if (!row.ms.empty()) part.rows.push_back(row);
+    part.source = fmt::format("braid-measure on {}: {} interleaved rounds per (network, mode) group; rows from {}{}",
+                              braid::samples::cuda_device_description(), o.rounds, from,
+                              groups_done == groups ? "" : fmt::format(" (the first {} of {} groups)", groups_done, groups));
+    const std::string tmp = o.out + ".part";
+    std::ofstream f(tmp);
+    f << braid::measurements_to_json(part).dump(2) << "\n";
+    f.close();
+    if (!f) throw braid::Error("cannot write '" + tmp + "'");
+    std::filesystem::rename(tmp, o.out);
+}
+
 int run(const Options& o, Work w) {
     braid::MeasurementSet& m = w.m;
     const std::string from = o.profiles.empty() ? o.in : fmt::format("the profiles {}", fmt::join(o.profiles, ", "));
     fmt::print("braid-measure: {} rows in {} groups on {}, {} interleaved rounds each\n", m.rows.size(),
                w.groups.size(), braid::samples::cuda_device_description(), o.rounds);
-    for (const Group& g : w.groups) {
+    // The times are this GPU's now: the file says so.
+    const braid::DeviceSpec live = braid::cuda::device_spec_from_cuda();
+    const braid::MeasuredOn on = braid::samples::cuda_measured_on(0, true);
+    if (!m.device_name.empty() && m.device_name != live.name)
+        fmt::print("braid-measure: note: {} was measured on {}; its rows are now times on {}\n", o.in, m.device_name,
+                   live.name);
+    m.device_name = live.name;
+    m.device_key = live.key;
+    m.driver = on.driver;
+    m.cudnn = on.cudnn;
+    m.cublas = on.cublas;
+    for (braid::MeasuredRow& row : m.rows) row.ms.clear();  // an input file's old times are not this run's
+    for (std::size_t gi = 0; gi < w.groups.size(); ++gi) {
+        const Group& g = w.groups[gi];
         braid::samples::CudaRunOptions run;
         run.graph_mode = g.graph_mode;
         run.conv_graph_api = g.kernels.conv_graph_api;
         run.cudnn_batch_norm = g.kernels.cudnn_batch_norm;
+        run.channels_last = g.kernels.channels_last;
         braid::samples::CudaTrainerTiming source(g.tg, run);
         const std::vector<std::string> declined = source.prepare(g.candidates);
         for (std::size_t k = 0; k < declined.size(); ++k)
@@ -201,24 +235,9 @@ int run(const Options& o, Work w) {
                        g.graph_mode ? "graph" : "eager", m.rows[g.rows[k]].label, measured.measured_median_ms(),
                        ms[k].size());
         }
+        write_measured(o, m, from, gi + 1, w.groups.size());
+        std::fflush(stdout);
     }
-    // The times are this GPU's now: the file says so.
-    const braid::DeviceSpec live = braid::cuda::device_spec_from_cuda();
-    const braid::MeasuredOn on = braid::samples::cuda_measured_on(0, true);
-    if (!m.device_name.empty() && m.device_name != live.name)
-        fmt::print("braid-measure: note: {} was measured on {}; its rows are now times on {}\n", o.in, m.device_name,
-                   live.name);
-    m.device_name = live.name;
-    m.device_key = live.key;
-    m.driver = on.driver;
-    m.cudnn = on.cudnn;
-    m.cublas = on.cublas;
-    m.source = fmt::format("braid-measure on {}: {} interleaved rounds per (network, mode) group; rows from {}",
-                           braid::samples::cuda_device_description(), o.rounds, from);
-    std::ofstream f(o.out);
-    f << braid::measurements_to_json(m).dump(2) << "\n";
-    f.close();
-    if (!f) throw braid::Error("cannot write '" + o.out + "'");
     fmt::print("written: {} (profile and plan files are named relative to {})\n", o.out,
                std::filesystem::absolute(m.folder.empty() ? std::filesystem::path(".") : m.folder).string());
     return 0;

@@ -137,6 +137,7 @@ TrainingProfile CudaTrainer::profile(const TrainingProfileRequest& request) {
     // calibration a profile gives) differ. Legacy profiles keep their settings.
     if (m.options.conv_graph_api) run.settings["conv_api"] = std::string("graph");
     if (m.options.cudnn_batch_norm) run.settings["batch_norm"] = std::string("cudnn");
+    if (m.options.channels_last) run.settings["layout"] = std::string("nhwc");
     braid::profiler::CudaProfileResult r = braid::profiler::profile_executor(
         *m.executor, braid::cuda::device_spec_from_cuda(m.backend.device()), std::move(run), po);
     TrainingProfile out;

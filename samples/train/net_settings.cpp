@@ -54,10 +54,10 @@ std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& 
     for (const auto& [name, value] : s)
         if (name != "net" && name != "batch" && name != "image" && name != "classes" && name != "width_scale" &&
             name != "no_aux" && name != "fuse_relu" && name != "share_bn_sums" && name != "update_bucket_bytes" &&
-            name != "conv_api" && name != "batch_norm")
+            name != "conv_api" && name != "batch_norm" && name != "layout")
             throw braid::Error("unknown network setting '" + name +
                                "' (expected net, batch, image, classes, width_scale, no_aux, fuse_relu, "
-                               "share_bn_sums, update_bucket_bytes; conv_api and batch_norm for the kernels)");
+                               "share_bn_sums, update_bucket_bytes; conv_api, batch_norm and layout for the kernels)");
     NetConfig c;
     c.net = *net;
     c.batch = positive(s, "batch", c.batch, 1 << 20);
@@ -86,16 +86,17 @@ KernelSettings kernel_settings_from(const braid::ProfileSettings& s) {
             throw braid::Error("kernel setting '" + name + "' is '" + *v + "', not '" + off + "' or '" + on + "'");
         return v && *v == on;
     };
-    return {choice("conv_api", "legacy", "graph"), choice("batch_norm", "own", "cudnn")};
+    return {choice("conv_api", "legacy", "graph"), choice("batch_norm", "own", "cudnn"), choice("layout", "nchw", "nhwc")};
 }
 
 bool operator==(const KernelSettings& a, const KernelSettings& b) noexcept {
-    return a.conv_graph_api == b.conv_graph_api && a.cudnn_batch_norm == b.cudnn_batch_norm;
+    return a.conv_graph_api == b.conv_graph_api && a.cudnn_batch_norm == b.cudnn_batch_norm &&
+           a.channels_last == b.channels_last;
 }
 
 std::string to_string(const KernelSettings& k) {
     return std::string("conv_api ") + (k.conv_graph_api ? "graph" : "legacy") + ", batch_norm " +
-           (k.cudnn_batch_norm ? "cudnn" : "own");
+           (k.cudnn_batch_norm ? "cudnn" : "own") + ", layout " + (k.channels_last ? "nhwc" : "nchw");
 }
 
 std::optional<std::vector<braid::OpEstimate>> net_estimates(const braid::ProfileSettings& settings,

@@ -26,15 +26,17 @@ std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& 
 
 // Which library kernels a profiled run used, where not the defaults: what
 // CudaTrainer::profile adds to the settings ("conv_api": "graph",
-// "batch_norm": "cudnn"), so a profile's rows are measured with the kernels
-// it profiled. Throws braid::Error naming the setting for another value.
+// "batch_norm": "cudnn", "layout": "nhwc"), so a profile's rows are measured
+// with the kernels (and the activations' layout) it profiled. Throws
+// braid::Error naming the setting for another value.
 struct KernelSettings {
     bool conv_graph_api = false;
     bool cudnn_batch_norm = false;
+    bool channels_last = false;
 };
 KernelSettings kernel_settings_from(const braid::ProfileSettings& settings);
 bool operator==(const KernelSettings& a, const KernelSettings& b) noexcept;
-// "conv_api graph, batch_norm own"
+// "conv_api graph, batch_norm own, layout nchw"
 std::string to_string(const KernelSettings& k);
 
 // The estimates of the bundled network `settings` describe, checked against

@@ -20,10 +20,12 @@ if [ $? -ne 77 ]; then
 fi
 
 logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+device_out=$(mktemp -d)
+trap 'rm -rf "$logs" "$device_out"' EXIT
 # The row names of a gpu-check summary table, sorted, on one line.
 summary_rows() { sed -n '/^== gpu-check summary/,/^total time/p' | sed '1,2d;$d' | awk '{print $1}' | sort | tr '\n' ' '; }
-out=$(GPU_CHECK_LOGS="$logs" GPU_CHECK_PYTHON=/nonexistent/python "$src/tools/gpu-check" "$build" 2>&1)
+# The whole list, as in a device run ($OUT set).
+out=$(OUT="$device_out" GPU_CHECK_LOGS="$logs" GPU_CHECK_PYTHON=/nonexistent/python "$src/tools/gpu-check" "$build" 2>&1)
 table=$(sed -n '/^== gpu-check summary/,/^total time/p' <<<"$out" | sed '1,2d;$d')
 rows=$(grep -c . <<<"$table")
 failed=0
@@ -35,6 +37,15 @@ while read -r name kind result _; do
     failed=1
   fi
 done <<<"$table"
+# A device run brings back at most 8 files from $OUT: the logs come back as one archive beside the table.
+returned=$(find "$device_out" -type f | wc -l)
+if [ "$returned" -gt 8 ] || [ ! -f "$device_out/gpu-check-logs.tar.gz" ] ||
+   ! grep -q '^== gpu-check summary' "$device_out/gpu-check-summary.txt" 2>/dev/null ||
+   ! tar -tzf "$device_out/gpu-check-logs.tar.gz" | grep -qx './test-gpu-samples.log'; then
+  echo "FAIL: \$OUT holds $returned files (at most 8 come back), or no log archive with the rows' logs and table:"
+  find "$device_out" -type f
+  failed=1
+fi
 listed=$(sed -n '/^PROGRAMS=(/,/^)/p' "$src/tools/gpu-check" | grep -c '^  "')
 # Every listed row, the test-gpu-* programs found beside them, and torch-reference.
 if [ "$rows" -le "$listed" ]; then

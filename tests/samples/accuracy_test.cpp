@@ -218,7 +218,8 @@ TEST_CASE("measurements files: errors name the file, the row and the field") {
                               "\"resnet50\", \"batch\": 8, \"conv_api\": \"graph\"}}"));
     const std::string mixed = error_of([&] { (void)samples::read_calibration_inputs({data + "/measurements.json", graph_api}); });
     CAPTURE(mixed);
-    CHECK(mixed.find("graph-api.json' row 0 ('g') ran conv_api graph, batch_norm own") != std::string::npos);
-    CHECK(mixed.find("conv_api legacy, batch_norm own: a calibration is of one set of kernels") != std::string::npos);
+    CHECK(mixed.find("graph-api.json' row 0 ('g') ran conv_api graph, batch_norm own, layout nchw") != std::string::npos);
+    CHECK(mixed.find("conv_api legacy, batch_norm own, layout nchw: a calibration is of one set of kernels") !=
+          std::string::npos);
     std::filesystem::remove_all(std::filesystem::temp_directory_path() / "braid-accuracy-test");
 }

@@ -555,9 +555,9 @@ TEST_CASE("braid-measure: a fresh data set from profiles, its rows checked befor
     const Run other = measure((dir / "rows.json").string() + " -o " + (dir / "out/m.json").string());
     CAPTURE(other.output);
     CHECK(other.status == 1);
-    CHECK(other.output.find("measurements row 0 ('serial'): its kernel settings (conv_api graph, batch_norm own) are "
-                            "not the ones profile") != std::string::npos);
-    CHECK(other.output.find("ran with (conv_api legacy, batch_norm own)") != std::string::npos);
+    CHECK(other.output.find("measurements row 0 ('serial'): its kernel settings (conv_api graph, batch_norm own, "
+                            "layout nchw) are not the ones profile") != std::string::npos);
+    CHECK(other.output.find("ran with (conv_api legacy, batch_norm own, layout nchw)") != std::string::npos);
     // A plan made for another graph is refused, naming the row.
     std::filesystem::copy_file(data + "plans/googlenet-noaux-b32-braid-roofline-graph.plan.json", dir / "r8.plan.json",
                                std::filesystem::copy_options::overwrite_existing);

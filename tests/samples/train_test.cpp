@@ -218,8 +218,15 @@ TEST_CASE("a profile's network settings say whether ReLUs are fused and sums sha
     kernels["batch_norm"] = std::string("fused");
     CHECK_THROWS_WITH_AS(kernel_settings_from(kernels),
                          doctest::Contains("kernel setting 'batch_norm' is 'fused', not 'own' or 'cudnn'"), braid::Error);
-    CHECK(to_string(KernelSettings{true, false}) == "conv_api graph, batch_norm own");
+    CHECK(to_string(KernelSettings{true, false, false}) == "conv_api graph, batch_norm own, layout nchw");
     kernels["batch_norm"] = std::string("own");
+    kernels["layout"] = std::string("nhwc");
+    CHECK(kernel_settings_from(kernels).channels_last);
+    CHECK(net_config_from_settings(kernels));
+    kernels["layout"] = std::string("chwn");
+    CHECK_THROWS_WITH_AS(kernel_settings_from(kernels),
+                         doctest::Contains("kernel setting 'layout' is 'chwn', not 'nchw' or 'nhwc'"), braid::Error);
+    kernels.erase("layout");
     kernels["conv_api"] = std::int64_t{1};
     CHECK_THROWS_WITH_AS(kernel_settings_from(kernels), doctest::Contains("'conv_api' has the wrong type"),
                          braid::Error);
