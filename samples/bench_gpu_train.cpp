@@ -118,7 +118,8 @@ void add_options(CLI::App& app, Options& o) {
     app.add_option("--tune-top", o.tune_top, "braid's best plans by the model that tuning measures")
         ->check(CLI::Range(1u, 1000u))
         ->capture_default_str();
-    app.add_option("--tune-budget", o.tune_budget_s, "seconds of tuning per net and batch, preparation included (0: no tuning)")
+    app.add_option("--tune-budget", o.tune_budget_s,
+                   "seconds of tuning per net and batch, preparation included (0: no tuning)")
         ->check(CLI::Range(0.0, 86400.0))
         ->capture_default_str();
     app.add_option("--fuse-relu", o.fuse_relu, "1: fold ReLUs into batch norms and adds (keys <net>_fused)")

@@ -180,7 +180,8 @@ void write_measured(const Options& o, const braid::MeasurementSet& m, const std:
         if (!row.ms.empty()) part.rows.push_back(row);
     part.source = fmt::format("braid-measure on {}: {} interleaved rounds per (network, mode) group; rows from {}{}",
                               braid::samples::cuda_device_description(), o.rounds, from,
-                              groups_done == groups ? "" : fmt::format(" (the first {} of {} groups)", groups_done, groups));
+                              groups_done == groups ? ""
+                                                    : fmt::format(" (the first {} of {} groups)", groups_done, groups));
     const std::string tmp = o.out + ".part";
     std::ofstream f(tmp);
     f << braid::measurements_to_json(part).dump(2) << "\n";

@@ -86,7 +86,8 @@ KernelSettings kernel_settings_from(const braid::ProfileSettings& s) {
             throw braid::Error("kernel setting '" + name + "' is '" + *v + "', not '" + off + "' or '" + on + "'");
         return v && *v == on;
     };
-    return {choice("conv_api", "legacy", "graph"), choice("batch_norm", "own", "cudnn"), choice("layout", "nchw", "nhwc")};
+    return {choice("conv_api", "legacy", "graph"), choice("batch_norm", "own", "cudnn"),
+            choice("layout", "nchw", "nhwc")};
 }
 
 bool operator==(const KernelSettings& a, const KernelSettings& b) noexcept {
