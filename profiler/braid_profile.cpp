@@ -85,6 +85,10 @@ int main(int argc, char** argv) {
     app.add_option("--max-streams", opt.max_streams, "most streams the plan may use")
         ->check(CLI::Range(1u, 1024u))
         ->capture_default_str();
+    app.add_option("--mode", opt.mode, "how the plan is to run: graph (one captured CUDA graph) or eager (launch by launch)")
+        ->check(CLI::IsMember({"graph", "eager"}))
+        ->capture_default_str();
+    app.add_option("--calibration", opt.calibration, std::string(braid::cli::calibration_help));
     app.add_flag("--no-cupti", opt.no_cupti, "time ops with CUDA events instead of CUPTI (durations-only profile)");
     app.add_flag("--kernels", opt.kernels, "also print every kernel and transfer of every op");
     std::string conv_api = "legacy";

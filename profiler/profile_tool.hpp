@@ -25,6 +25,8 @@ struct ProfileToolOptions {
     std::string out_plan = "plan.json";
     std::string strategy = "braid";
     std::uint32_t max_streams = 8;
+    std::string mode = "graph";  // how the plan is to run: graph or eager
+    std::string calibration;     // "": built-in for the device; "none"; or a calibration file
     bool no_cupti = false;  // CUDA events only: a durations-only profile
     bool kernels = false;   // print every kernel and transfer too
     bool conv_graph_api = false;  // a bundled net's convolutions on cuDNN graph-API engines
@@ -39,8 +41,9 @@ int run_profile_tool(const ProfileToolOptions& options);
 
 // After profiling (profile already written to options.out_profile): prints
 // the per-layer table (and every kernel with options.kernels), plans with
-// options.strategy / max_streams and writes options.out_plan, and prints the
-// measured and simulated iteration times. Needs no GPU.
+// options.strategy / max_streams / mode and the calibration, as braid-plan
+// --profile does (profiler/planning.hpp), writes options.out_plan, and prints
+// the measured and simulated iteration times. Needs no GPU.
 void report(const Profile& profile, const OpGraph& graph, const DeviceSpec& device,
             const ProfileToolOptions& options);
 

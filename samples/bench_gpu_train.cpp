@@ -13,7 +13,7 @@
 //
 //   bench-gpu-train [--nets googlenet,resnet50] [--batches 8,32] [--image S]
 //                   [--classes 1000] [--width-scale 1] [--iters 5] [--check-iters 2]
-//                   [--tune-top 6] [--tune-budget 15] [--fuse-relu 0|1]
+//                   [--tune-top 6] [--tune-budget 45] [--fuse-relu 0|1]
 //                   [--share-bn-sums 0|1] [--update-bucket-mib N] [--conv-api legacy|graph]
 // With --fuse-relu 1 the nets fold each ReLU after a batch norm or an add
 // into it and every key names the net <net>_fused; with --share-bn-sums 1
@@ -66,7 +66,8 @@ struct Options {
     double width_scale = 1.0;
     std::uint32_t iterations = 5, check_iterations = 2;
     std::uint32_t tune_top = 6;
-    double tune_budget_s = 15.0;
+    // Preparing the candidates counts: up to 9 trainers built, warmed up and captured.
+    double tune_budget_s = 45.0;
     bool fuse_relu = false;
     bool share_batch_norm_sums = false;
     std::uint64_t update_bucket_mib = 0;
@@ -264,6 +265,7 @@ braid::Plan tune_net(const Options& o, const TrainingGraph& tg, const braid::Dev
     }
     fmt::print("{}_braid_tuning_rounds: {}\n", prefix, r.rounds);
     fmt::print("{}_braid_tuning_s: {:.1f}\n", prefix, r.elapsed_s);
+    fmt::print("{}_braid_tuning_prepare_s: {:.1f}\n", prefix, r.prepare_s);
     // The budget counts preparation too (every candidate's trainer, warmed up and
     // captured): one spent before the first round leaves no medians to print.
     if (r.rounds == 0) {

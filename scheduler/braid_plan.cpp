@@ -15,7 +15,7 @@
 #include <fmt/core.h>
 
 #include "braid/braid.hpp"
-#include "braid/profiler/costs.hpp"
+#include "braid/profiler/planning.hpp"
 #include "braid/planner/calibrate.hpp"
 #include "braid/planner/calibration_table.hpp"
 #include "braid/profiler/profile_json.hpp"
@@ -97,14 +97,9 @@ Problem load_problem(const Options& o) {
         const std::string warning = braid::profile_device_warning(prof, p.device);
         if (!warning.empty()) p.warnings.push_back(warning);
         pick_calibration(o, p);
-        p.costs = braid::costs_from_profile(prof, *p.profiled, p.device);
-        if (p.calibration) {
-            // The host's cost per launch, from how long the profiled run itself took.
-            const double launch_ns = braid::profiled_launch_ns(*p.profiled, p.device, p.costs,
-                                                               braid::profiled_iteration_ns(prof), p.calibration->sim);
-            p.sim = p.calibration->sim_for_profile(launch_ns);
-            p.costs = braid::calibrated_costs(std::move(p.costs), *p.calibration, launch_mode(o));
-        }
+        braid::ProfilePlanning planning = braid::profile_planning(prof, *p.profiled, p.device, p.calibration, launch_mode(o));
+        p.costs = std::move(planning.costs);
+        p.sim = planning.sim;
         p.what = "profiled '" + prof.run.network + "' (" + std::to_string(p.profiled->op_count()) + " ops)";
         p.cost_source = "profile " + o.profile + (prof.durations_only ? " (durations only)" : "");
         return p;

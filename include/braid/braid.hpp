@@ -48,6 +48,7 @@
 #include "braid/profiler/aggregation.hpp"
 #include "braid/profiler/attribution.hpp"
 #include "braid/profiler/costs.hpp"
+#include "braid/profiler/planning.hpp"
 #include "braid/profiler/demangle.hpp"
 #include "braid/profiler/profile.hpp"
 #include "braid/profiler/profile_json.hpp"

@@ -57,7 +57,8 @@ TuningOutcome tune_training_plan(const TrainingGraph& tg, const braid::DeviceSpe
     else
         log(fmt::format("kept the model's choice '{}': {:.3f} ms; nothing was faster beyond the noise", fav.name,
                         fav.median_ns / 1e6));
-    log(fmt::format("{} rounds in {:.1f} s; stopped: {}", r.rounds, r.elapsed_s, r.stopped_because));
+    log(fmt::format("{} rounds in {:.1f} s ({:.1f} s of it preparing the candidates); stopped: {}", r.rounds,
+                    r.elapsed_s, r.prepare_s, r.stopped_because));
     out.plan = braid::measured_plan(out.candidates, r, on);
     // A cache that cannot be written costs the next run a tuning, not this run its training.
     if (!request.cache_dir.empty() && r.conclusive && declined > 0)

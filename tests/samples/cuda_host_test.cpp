@@ -96,6 +96,9 @@ TEST_CASE("out of device memory: the CUDA and library allocation failures, neste
     constexpr int cudnn_device_alloc = CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
     CHECK(oom(nested_in_error(LibraryError("cudnnBackendExecute", cudnn_device_alloc, "alloc failed"))));
     CHECK(oom(nested_in_error(LibraryError("cublasGemmEx", CUBLAS_STATUS_ALLOC_FAILED, "alloc failed"))));
+    // A handle that could not be made beside the other candidates' trainers.
+    CHECK(oom(nested_in_error(
+        LibraryError("cudnnCreate", CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED, "resources"))));
 
     CHECK_FALSE(braid::samples::out_of_device_memory(CudaError(cudaErrorLaunchFailure, "cudaLaunchKernel", "launch")));
     CHECK_FALSE(oom(nested_in_error(CudaError(cudaErrorIllegalAddress, "cudaStreamSynchronize", "illegal address"))));

@@ -195,6 +195,9 @@ TEST_CASE("tuning stays within its time budget and reports every candidate") {
     for (TuneCandidate& c : candidates) c.model_ns *= 1e9 / planned.predicted_ns;
     const TuneResult r = tune(t.graph, candidates, source, o);
     CHECK(r.elapsed_s <= o.budget_s);
+    // 0.5 s to prepare each candidate, then one warm-up run of each, before the rounds.
+    CHECK(r.prepare_s >= 0.5 * static_cast<double>(candidates.size()));
+    CHECK(r.prepare_s < r.elapsed_s);
     CHECK(r.rounds >= 1);
     CHECK(r.rounds < o.max_rounds);
     CHECK(r.stopped_because.find("budget") != std::string::npos);

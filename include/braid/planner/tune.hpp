@@ -96,6 +96,7 @@ struct TuneResult {
     std::size_t fastest = 0;    // lowest median, significant or not
     std::uint32_t rounds = 0;
     double elapsed_s = 0.0;     // on the source's clock, prepare() included
+    double prepare_s = 0.0;     // of which prepare() and the warm-up runs, before the first round
     std::string stopped_because;
 
     // Enough rounds that the final intervals could exclude a tie, and some
@@ -238,6 +239,7 @@ inline TuneResult tune(const OpGraph& graph, std::span<const TuneCandidate> cand
     for (std::uint32_t w = 0; w < options.warmup; ++w)
         for (std::size_t i = 0; i < n; ++i)
             if (alive[i]) (void)measure(i);
+    out.prepare_s = elapsed_ns() / 1e9;
 
     // What one round may cost: the slowest so far, or the models' guess before any.
     double round_ns = 0.0;
