@@ -172,7 +172,8 @@ bool out_of_device_memory(const std::exception& e) {
             return true;
         // A lane's handle is made inside its trainer's first iteration; cudnnCreate documents only
         // ALLOC_FAILED for resources it could not get, in cuDNN 9 the host-allocation number.
-        if (l->api() == "cudnnCreate" && l->status() == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED) return true;
+        if (l->api() == "cudnnCreate" && l->status() == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED)
+            return true;
         if (l->api().starts_with("cublas") && l->status() == CUBLAS_STATUS_ALLOC_FAILED) return true;
     }
     try {

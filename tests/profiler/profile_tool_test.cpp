@@ -4,25 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "braid/plan/plan_json.hpp"
 #include "braid/profiler/profile_json.hpp"
 #include "profile_tool.hpp"
 #include "run_command.hpp"
-
-namespace {
-
-std::string read_text(const std::filesystem::path& p) {
-    std::ifstream f(p);
-    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
-}  // namespace
 
 TEST_CASE("braid-profile's plan is braid-plan --profile's for the same profile and options") {
     const std::string profile_path = std::string(BRAID_SOURCE_DIR) + "/tests/data/h200/googlenet-noaux-b8.profile.json";
@@ -58,11 +45,7 @@ TEST_CASE("braid-profile's plan is braid-plan --profile's for the same profile a
         const braid::Plan from_tool = braid::load_plan(o.out_plan, *profile.graph);
         const braid::Plan from_plan = braid::load_plan(planned, *profile.graph);
         CHECK(from_tool.strategy == c.strategy);
-        CHECK(from_tool.steps == from_plan.steps);
-        CHECK(from_tool.waits == from_plan.waits);
-        CHECK(from_tool.stream_priorities == from_plan.stream_priorities);
         CHECK(from_tool == from_plan);
-        CHECK(nlohmann::json::parse(read_text(o.out_plan)) == nlohmann::json::parse(read_text(planned)));
     }
     std::filesystem::remove_all(dir);
 }
