@@ -118,8 +118,8 @@ void validate(Options& o) {
     const bool named = std::find(strategies.begin(), strategies.end(), o.strategy) != strategies.end();
     if (!named) {
         if (std::filesystem::path(o.strategy).extension() != ".json")
-            throw UsageError{"--strategy '" + o.strategy +
-                             "' is neither serial, glp4nn, nimble, braid nor a plan file (*.json)"};
+            throw UsageError{"--strategy '" + o.strategy + "' is neither a strategy (" +
+                             fmt::format("{}", fmt::join(strategies, ", ")) + ") nor a plan file (*.json)"};
         if (!std::filesystem::is_regular_file(o.strategy))
             throw UsageError{"--strategy: plan file '" + o.strategy + "' does not exist"};
     }
@@ -452,7 +452,8 @@ int train(Options o) {
     if (o.backend == "cuda") settle_auto_settings(o, tg, device.key);
 #endif
     const std::optional<braid::Calibration> calibration = training_calibration(o, device);
-    if (o.tune || o.strategy == "braid" || o.strategy == "glp4nn")  // the strategies that plan on the model
+    // The strategies that plan on the model (ooo, serial and nimble look at the graph only).
+    if (o.tune || o.strategy == "braid" || o.strategy == "glp4nn" || o.strategy == "opara" || o.strategy == "ios")
         fmt::print("planned with {}\n", braid::describe_calibration(calibration, o.calibration));
     const braid::Plan plan = o.tune ? tuned_training_plan(o, tg, device, calibration, label)
                                     : make_training_plan(o, tg, device, calibration);
@@ -586,9 +587,10 @@ int main(int argc, char** argv) {
     app.add_option("--backend", o.backend, "where the layers run")
         ->check(CLI::IsMember({"host", "cuda"}))
         ->capture_default_str();
-    app.add_option("--strategy", o.strategy, "serial, glp4nn, nimble, braid or a plan.json")->capture_default_str();
+    app.add_option("--strategy", o.strategy, fmt::format("{} or a plan.json", fmt::join(braid::strategy_names(), ", ")))
+        ->capture_default_str();
     CLI::Option* max_streams =
-        app.add_option("--max-streams", o.max_streams, "most streams (host worker threads) a glp4nn or braid plan may use")
+        app.add_option("--max-streams", o.max_streams, "most streams (host worker threads) a glp4nn, ios or braid plan may use")
             ->check(at_least(1))
             ->capture_default_str();
     braid::cli::add_deprecated(app, "--streams", o.max_streams, "--max-streams", max_streams)->check(at_least(1));

@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "braid/braid.hpp"
 #include "braid/profiler/planning.hpp"
@@ -312,8 +313,10 @@ int main(int argc, char** argv) {
     braid::cli::add_deprecated(app, "--device-json", o.device_json, "--device FILE", device);
     app.add_option("--calibration", o.calibration,
                    std::string(braid::cli::calibration_help));
-    app.add_option("--strategy", o.strategy, "whose plan to write: serial, glp4nn, nimble or braid")->capture_default_str();
-    app.add_option("--max-streams", o.max_streams, "streams glp4nn and braid may use")
+    app.add_option("--strategy", o.strategy,
+                   fmt::format("whose plan to write: {} (docs/design.md#strategies)", fmt::join(braid::strategy_names(), ", ")))
+        ->capture_default_str();
+    app.add_option("--max-streams", o.max_streams, "streams glp4nn, ios and braid may use")
         ->check(CLI::Range(1u, 128u))
         ->capture_default_str();
     app.add_option("--mode", o.mode, "how plans are run: graph (one captured CUDA graph) or eager (launch by launch)")

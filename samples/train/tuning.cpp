@@ -28,6 +28,7 @@ TuningOutcome tune_training_plan(const TrainingGraph& tg, const braid::DeviceSpe
     bo.mode = request.mode;
     bo.sim = model.sim;
     bo.complete_top = request.top;
+    bo.weigh_ios = true;  // a few seconds of search against a minute of measuring
     const braid::strategy::BraidResult planned = braid::strategy::braid_plan(tg.graph, device, model.costs, bo);
     out.candidates = braid::tune_candidates(planned, request.top);
     log(fmt::format("measuring {} candidate plans on {} (budget {:g} s)", out.candidates.size(), on.describe(),

@@ -138,7 +138,7 @@ TEST_CASE("random graphs on the host backend give exactly the serial bits, for e
         }
     }
     for (const PlanSource& s : sources) CHECK(plans_run[s.name] >= 200);
-    CHECK(max_streams_seen == 8);
+    CHECK(max_streams_seen >= 8);  // opara opens as many streams as its chain walk needs
     CHECK(splits_seen > 100);
     CHECK(waits_seen > 1000);
 }

@@ -389,7 +389,10 @@ TEST_CASE("strategy options are typed and round-trip through JSON; bad ones name
     CHECK(load(j) == "plan.json: $.options.max_streams: integer -1 is out of range (must be >= 0)");
     j = good;
     j["options"]["chosen"] = {{"base", "fastest"}};
-    CHECK(load(j) == "plan.json: $.options.chosen.base: expected \"serial\", \"nimble\" or \"glp4nn\", got \"fastest\"");
+    CHECK(load(j) == "plan.json: $.options.chosen.base: expected \"serial\", \"nimble\", \"glp4nn\", \"ooo\", \"opara\" "
+                     "or \"ios\", got \"fastest\"");
+    j["options"]["chosen"] = {{"base", "ios"}};  // every baseline braid weighs may be its choice
+    CHECK(load(j) == "<no error>");
     j = good;
     j["options"]["chosen"] = {{"base", "nimble"}, {"priorities", "random"}};
     CHECK(load(j) == "plan.json: $.options.chosen.priorities: expected \"critical_path\", got \"random\"");

@@ -2,6 +2,7 @@
 // model, and make_plan's dispatch.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "braid/planner/compare.hpp"
 #include "braid/planner/make_plan.hpp"
 #include "braid/planner/predict.hpp"
+#include "braid/planner/tune_candidates.hpp"
 #include "test_graphs.hpp"
 
 #include "error_of.hpp"
@@ -28,7 +30,8 @@ TEST_CASE("braid's plan is valid, never slower than a baseline within its stream
             opt.mode = mode;
             opt.max_streams = 4;
             std::vector<double> others;  // baselines within the stream cap (nimble may need more)
-            for (const char* s : {"serial", "glp4nn", "nimble"}) {
+            for (const std::string& s : baseline_strategies()) {
+                if (s == "ios") continue;  // weighed only when asked (below)
                 opt.strategy = s;
                 Plan p = make_plan(t.graph, dev, t.costs, opt);
                 REQUIRE(first_violation(p, t.graph) == "");
@@ -51,6 +54,35 @@ TEST_CASE("braid's plan is valid, never slower than a baseline within its stream
             REQUIRE(b.options.chosen.has_value());
             CHECK(b.stream_count() <= 4u);
         }
+    }
+}
+
+TEST_CASE("asked to weigh IOS's plan, braid is never slower than it either, and tuning measures it") {
+    const DeviceSpec& dev = find_device("h200");
+    for (const TestGraph& t : {braid::testing::inception_like(3), braid::testing::training_dag(6, 12, 3, "training12")}) {
+        CAPTURE(t.name);
+        strategy::BraidOptions bo;
+        bo.max_streams = 4;
+        bo.mode = sim::LaunchMode::graph;
+        CHECK(strategy::braid_plan(t.graph, dev, t.costs, bo).find_baseline("ios") == nullptr);
+        bo.weigh_ios = true;
+        bo.complete_top = 4;
+        const strategy::BraidResult r = strategy::braid_plan(t.graph, dev, t.costs, bo);
+        const strategy::BraidCandidate* ios = r.find_baseline("ios");
+        REQUIRE(ios != nullptr);
+        PlanOptions po;
+        po.strategy = "ios";
+        po.max_streams = 4;
+        po.mode = sim::LaunchMode::graph;
+        CHECK(ios->plan == make_plan(t.graph, dev, t.costs, po));
+        const double ios_ns = predict(t.graph, ios->plan, dev, t.costs, bo.mode).predicted_ns;
+        CHECK(r.predicted_ns <= ios_ns * (1.0 + 1e-9));
+        // Tuning measures every baseline braid weighed, ios among them, after braid's own best.
+        std::vector<std::string> names;
+        for (const TuneCandidate& c : tune_candidates(r, 4)) names.push_back(c.name);
+        CHECK(std::any_of(names.begin(), names.end(),
+                          [](const std::string& n) { return n.find("ios baseline") != std::string::npos; }));
+        CHECK(names.front().rfind("model #1: ", 0) == 0);
     }
 }
 
@@ -95,7 +127,7 @@ TEST_CASE("make_plan rejects unknown strategies and mismatched costs") {
     TestGraph t = braid::testing::diamond();
     const DeviceSpec& dev = find_device("a100");
     CHECK(error_of([&] { (void)make_plan(t.graph, dev, t.costs, {"fastest"}); }) ==
-          "unknown strategy 'fastest'; known strategies: serial, glp4nn, nimble, braid");
+          "unknown strategy 'fastest'; known strategies: serial, glp4nn, nimble, ooo, opara, ios, braid");
     OpCosts fewer(t.costs.begin(), t.costs.end() - 1);
     CHECK(error_of([&] { (void)make_plan(t.graph, dev, fewer, {"serial"}); }) == "make_plan: got costs for 3 ops, the graph has 4");
     PlanOptions zero;
@@ -161,15 +193,16 @@ TEST_CASE("compare_strategies plans each strategy once: the baselines' rows are 
     const strategy::BraidResult& br = *c.braid;
     CHECK(c.row("braid").plan == br.plan);
     CHECK(c.row("braid").predicted_ns == br.predicted_ns);
-    for (const char* name : {"serial", "nimble", "glp4nn"}) {
+    for (const std::string& name : baseline_strategies()) {
         CAPTURE(name);
         const StrategyRow& row = c.row(name);
         PlanOptions po;
         po.strategy = name;
         po.max_streams = co.max_streams;
         CHECK(row.plan == make_plan(t.graph, dev, t.costs, po));  // the same plan as the strategy alone makes
-        const strategy::BraidCandidate& cand = br.baseline(name);
-        if (cand.simulated) CHECK(row.plan == cand.plan);
+        if (const strategy::BraidCandidate* cand = br.find_baseline(name); cand && cand->simulated)
+            CHECK(row.plan == cand->plan);
+        CHECK((br.find_baseline(name) != nullptr) == (name != "ios"));  // ios is weighed only when asked
         // Every row carries the timeline it was judged by, and it is the
         // simulator's answer for that plan.
         const SimulatedPlan again = simulate_plan(t.graph, row.plan, dev, t.costs, co.mode);

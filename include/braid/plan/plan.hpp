@@ -58,10 +58,17 @@ struct ListSchedule {
     friend bool operator==(const ListSchedule&, const ListSchedule&) = default;
 };
 
+// The strategies of other systems that a judging strategy (braid) weighs
+// beside its own schedules, by name.
+inline const std::vector<std::string>& baseline_strategies() {
+    static const std::vector<std::string> names{"serial", "nimble", "glp4nn", "ooo", "opara", "ios"};
+    return names;
+}
+
 // Which of its candidates a judging strategy (braid) chose: a baseline's
 // plan, or one of its own list schedules.
 struct PlanChoice {
-    std::string base;                       // "serial", "nimble", "glp4nn"; "" for a list schedule
+    std::string base;                       // one of baseline_strategies(); "" for a list schedule
     bool critical_path_priorities = false;  // the baseline's streams that carry the critical path made urgent
     ListSchedule schedule;                  // when base is ""
 
@@ -142,7 +149,7 @@ struct PlanMeasurement {
 struct Plan {
     static constexpr int format_version = 1;
 
-    std::string strategy;                      // "serial", "glp4nn", "nimble", "braid", or a user's name
+    std::string strategy;                      // one of make_plan's strategy names, or a user's name
     StrategyOptions options;                   // the strategy's settings and choices, for the record
     std::string device;                        // DeviceSpec key the plan was tuned for ("" = none)
     std::string graph_fingerprint;             // OpGraph::fingerprint() of the graph it was made for

@@ -4,6 +4,7 @@
 // first, so a plan for another graph is rejected with a message that says so.
 #pragma once
 
+#include <algorithm>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -56,8 +57,13 @@ inline PlanChoice choice_from_json(const JsonReader& r) {
     if (r.has("base")) {
         r.allow_only({"base", "priorities"});
         c.base = r.get<std::string>("base");
-        if (c.base != "serial" && c.base != "nimble" && c.base != "glp4nn")
-            r.at("base").fail("expected \"serial\", \"nimble\" or \"glp4nn\", got \"" + c.base + "\"");
+        const std::vector<std::string>& known = baseline_strategies();
+        if (std::find(known.begin(), known.end(), c.base) == known.end()) {
+            std::string list;
+            for (std::size_t i = 0; i < known.size(); ++i)
+                list += (i == 0 ? "\"" : i + 1 == known.size() ? " or \"" : ", \"") + known[i] + "\"";
+            r.at("base").fail("expected " + list + ", got \"" + c.base + "\"");
+        }
         if (auto p = r.find("priorities")) {
             if (p->get<std::string>() != "critical_path")
                 p->fail("expected \"critical_path\", got \"" + p->get<std::string>() + "\"");

@@ -58,7 +58,8 @@ struct Comparison {
 };
 
 // Plans and simulates each strategy once: braid already plans and judges the
-// baselines as its candidates, so their rows reuse its plans and timelines.
+// baselines it weighs as its candidates, so their rows reuse its plans and
+// timelines; the rest (ios) are planned here.
 inline Comparison compare_strategies(const OpGraph& graph, const DeviceSpec& dev, std::span<const OpCost> costs,
                                      const ComparisonOptions& options = {}) {
     require_costs_for<PlanError>(graph.op_count(), costs.size(), "compare_strategies");
@@ -77,8 +78,8 @@ inline Comparison compare_strategies(const OpGraph& graph, const DeviceSpec& dev
     // A strategy's plan and its timeline in the comparison's mode.
     auto planned = [&](const std::string& name) -> std::pair<Plan, SimulatedPlan> {
         if (c.braid) {
-            const strategy::BraidCandidate& b = name == "braid" ? c.braid->chosen() : c.braid->baseline(name);
-            if (b.simulated) return {name == "braid" ? c.braid->plan : b.plan, *b.simulated};
+            const strategy::BraidCandidate* b = name == "braid" ? &c.braid->chosen() : c.braid->find_baseline(name);
+            if (b && b->simulated) return {name == "braid" ? c.braid->plan : b->plan, *b->simulated};
         }
         PlanOptions po;
         po.strategy = name;

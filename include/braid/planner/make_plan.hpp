@@ -12,7 +12,10 @@
 #include "braid/plan/plan.hpp"
 #include "braid/planner/strategies/braid.hpp"
 #include "braid/planner/strategies/glp4nn.hpp"
+#include "braid/planner/strategies/ios.hpp"
 #include "braid/planner/strategies/nimble.hpp"
+#include "braid/planner/strategies/ooo.hpp"
+#include "braid/planner/strategies/opara.hpp"
 #include "braid/planner/strategies/serial.hpp"
 #include "braid/sim/program.hpp"
 
@@ -20,13 +23,13 @@ namespace braid {
 
 struct PlanOptions {
     std::string strategy = "braid";
-    std::uint32_t max_streams = 16;                  // glp4nn and braid; nimble takes as many as the graph is wide
-    sim::LaunchMode mode = sim::LaunchMode::eager;  // what braid tunes for
-    sim::Params sim;                                // the simulator braid tunes on
+    std::uint32_t max_streams = 16;                  // glp4nn, ios and braid; nimble and opara take as many as they open
+    sim::LaunchMode mode = sim::LaunchMode::eager;  // what braid tunes for and ios times its stages in
+    sim::Params sim;                                // the simulator braid tunes on and ios times with
 };
 
 inline const std::vector<std::string>& strategy_names() {
-    static const std::vector<std::string> names{"serial", "glp4nn", "nimble", "braid"};
+    static const std::vector<std::string> names{"serial", "glp4nn", "nimble", "ooo", "opara", "ios", "braid"};
     return names;
 }
 
@@ -46,6 +49,14 @@ inline Plan make_plan(const OpGraph& graph, const DeviceSpec& dev, std::span<con
     if (options.strategy == "serial") return strategy::serial(graph, dev.key);
     if (options.strategy == "nimble") return strategy::nimble(graph, dev.key);
     if (options.strategy == "glp4nn") return strategy::glp4nn(graph, dev, costs, options.max_streams, dev.key);
+    if (options.strategy == "ooo") return strategy::ooo(graph, dev.key);
+    if (options.strategy == "opara") return strategy::opara(graph, costs, dev.key);
+    if (options.strategy == "ios") {
+        strategy::IosOptions io;
+        io.mode = options.mode;
+        io.sim = options.sim;
+        return strategy::ios(graph, dev, costs, io, options.max_streams, dev.key);
+    }
     if (options.strategy == "braid") {
         strategy::BraidOptions b;
         b.max_streams = options.max_streams;

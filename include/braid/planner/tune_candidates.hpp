@@ -1,6 +1,6 @@
 // What tuning measures: braid's best plans by the simulator, the model's
-// choice first (the favourite), and the serial, nimble and glp4nn
-// baselines, so that the tuned plan is never slower than what the
+// choice first (the favourite), and the baselines braid weighed (serial,
+// nimble, glp4nn, ooo, opara; ios with BraidOptions::weigh_ios), so that the tuned plan is never slower than what the
 // baselines measure (those the timing source did not decline: they come
 // last, so a GPU without room for every candidate declines them first).
 #pragma once
@@ -32,11 +32,10 @@ inline std::vector<TuneCandidate> tune_candidates(const strategy::BraidResult& r
     };
     std::size_t rank = 0;
     for (std::size_t i : result.ranked(top)) add(i, "model #" + std::to_string(++rank) + ": " + result.candidates[i].describe());
-    for (const char* base : {"serial", "nimble", "glp4nn"}) {
-        const strategy::BraidCandidate& b = result.baseline(base);
+    for (const std::string& base : baseline_strategies())
         // As its strategy makes it: nimble takes as many streams as its chains, whatever the cap.
-        add(static_cast<std::size_t>(&b - result.candidates.data()), b.describe());
-    }
+        if (const strategy::BraidCandidate* b = result.find_baseline(base))
+            add(static_cast<std::size_t>(b - result.candidates.data()), b->describe());
     return out;
 }
 

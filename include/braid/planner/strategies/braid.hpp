@@ -6,9 +6,10 @@
 // paired, small ops spread, batch splits where an op's kernels leave SMs idle.
 // A fluid model ranks every candidate; the block-level simulator judges the
 // best of them together with the baselines' own plans (serial, nimble, glp4nn,
-// and nimble's chains with braid's priorities); the fastest plan that honours
-// the options wins, ties going to fewer streams and then fewer waits. A
-// candidate's simulation stops once it is sure to lose to the best so far.
+// ooo, opara, ios when asked, and nimble's chains with braid's priorities); the fastest
+// plan that honours the options wins, ties going to fewer streams and then
+// fewer waits. A candidate's simulation stops once it is sure to lose to the
+// best so far.
 #pragma once
 
 #include <algorithm>
@@ -36,7 +37,10 @@
 #include "braid/planner/predict.hpp"
 #include "braid/planner/strategies/assemble.hpp"
 #include "braid/planner/strategies/glp4nn.hpp"
+#include "braid/planner/strategies/ios.hpp"
 #include "braid/planner/strategies/nimble.hpp"
+#include "braid/planner/strategies/ooo.hpp"
+#include "braid/planner/strategies/opara.hpp"
 #include "braid/planner/strategies/serial.hpp"
 #include "braid/sim/program.hpp"
 
@@ -56,6 +60,11 @@ struct BraidOptions {
     // strategy comparison shows); otherwise they too are given up once sure
     // to lose.
     bool keep_baseline_timelines = false;
+    // Weigh IOS's plan too. Its search simulates thousands of stages
+    // (seconds for a 500-op step, where braid's own planning takes a
+    // fraction of one), so only tuning, which measures for a minute anyway,
+    // asks for it.
+    bool weigh_ios = false;
 };
 
 // One candidate plan and what braid learnt about it.
@@ -74,7 +83,8 @@ struct BraidCandidate {
 };
 
 // braid's plan together with every candidate it weighed: the baselines
-// (serial, nimble, nimble with critical-path priorities, glp4nn) first, then
+// (serial, nimble, nimble with critical-path priorities, glp4nn, ooo,
+// opara, and ios when asked) first, then
 // its own list schedules in judging order.
 struct BraidResult {
     Plan plan;                  // the winner, as strategy "braid" with its options filled in
@@ -110,10 +120,15 @@ struct BraidResult {
         if (out.size() > count) out.resize(count);
         return out;
     }
-    // A baseline's own plan ("serial", "nimble", "glp4nn"), as its strategy makes it.
-    const BraidCandidate& baseline(std::string_view base) const {
+    // A baseline's own plan (one of baseline_strategies()), as its strategy
+    // makes it; null when braid did not weigh it.
+    const BraidCandidate* find_baseline(std::string_view base) const {
         for (const BraidCandidate& c : candidates)
-            if (c.choice.base == base && !c.choice.critical_path_priorities) return c;
+            if (c.choice.base == base && !c.choice.critical_path_priorities) return &c;
+        return nullptr;
+    }
+    const BraidCandidate& baseline(std::string_view base) const {
+        if (const BraidCandidate* c = find_baseline(base)) return *c;
         throw PlanError("braid weighed no '" + std::string(base) + "' baseline");
     }
 };
@@ -367,6 +382,14 @@ inline BraidResult braid_plan(const OpGraph& graph, const DeviceSpec& dev, std::
     all.push_back(baseline("nimble", nimble(graph, dev.key)));
     all.push_back(baseline("nimble", planner.nimble_with_priorities(), true));
     all.push_back(baseline("glp4nn", glp4nn(graph, dev, costs, options.max_streams, dev.key)));
+    all.push_back(baseline("ooo", ooo(graph, dev.key)));
+    all.push_back(baseline("opara", opara(graph, costs, dev.key)));
+    if (options.weigh_ios) {
+        IosOptions io;
+        io.mode = options.mode;
+        io.sim = options.sim;
+        all.push_back(baseline("ios", ios(graph, dev, costs, io, options.max_streams, dev.key)));
+    }
     const std::size_t baselines = all.size();
 
     for (const ListSchedule& v : detail_braid::variants(options.max_streams, planner.any_side(), planner.any_splittable())) {
