@@ -12,7 +12,8 @@
 // exponentially with an input's width. A training step has no narrow cuts
 // to split it at (saved activations and weight gradients cross every
 // layer), so the search runs on windows of `window_ops` consecutive ops of
-// the topological order; stages never span two windows. The plan keeps the
+// a level order (ops by their depth in the graph, a topological order in
+// which independent ops sit together); stages never span two windows. The plan keeps the
 // stages' streams and issue order, and the waits the data need (no barrier
 // between stages: one could only add idle time).
 #pragma once
@@ -216,7 +217,13 @@ inline Plan ios(const OpGraph& graph, const DeviceSpec& dev, std::span<const OpC
     if (options.max_group_ops == 0) throw PlanError("ios: max_group_ops must be at least 1");
     if (max_streams == 0) throw PlanError("ios: max_streams must be at least 1");
     const std::uint32_t groups_cap = std::min(options.max_groups, max_streams);
-    const std::span<const OpId> topo = graph.topological_order();
+    // Windows of a level order (a topological order too): ops that could
+    // run side by side share a window more often than in framework order,
+    // which walks one branch to its end before the next.
+    const std::vector<std::uint32_t> level = graph.levels();
+    std::vector<OpId> by_level(graph.topological_order().begin(), graph.topological_order().end());
+    std::stable_sort(by_level.begin(), by_level.end(), [&](OpId a, OpId b) { return level[a] < level[b]; });
+    const std::span<const OpId> topo = by_level;
     std::vector<Placement> order;
     order.reserve(graph.op_count());
     std::uint32_t streams = 1;
