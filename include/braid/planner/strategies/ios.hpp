@@ -42,7 +42,7 @@ namespace braid::strategy {
 
 struct IosOptions {
     std::uint32_t window_ops = 8;     // ops a search window holds (1..16; the search takes ~3^window steps)
-    std::uint32_t max_groups = 3;     // groups (streams) a stage may run side by side
+    std::uint32_t max_groups = 8;     // groups (streams) a stage may run side by side
     std::uint32_t max_group_ops = 8;  // ops one group may hold
     sim::LaunchMode mode = sim::LaunchMode::graph;  // how the stages are timed
     sim::Params sim;
