@@ -38,10 +38,11 @@ while read -r name kind result _; do
   fi
 done <<<"$table"
 # A device run brings back at most 8 files from $OUT: the logs come back as one archive beside the table.
+# (grep reads the whole listing: grep -q would stop early and, under pipefail, tar's SIGPIPE fail the check.)
 returned=$(find "$device_out" -type f | wc -l)
 if [ "$returned" -gt 8 ] || [ ! -f "$device_out/gpu-check-logs.tar.gz" ] ||
    ! grep -q '^== gpu-check summary' "$device_out/gpu-check-summary.txt" 2>/dev/null ||
-   ! tar -tzf "$device_out/gpu-check-logs.tar.gz" | grep -qx './test-gpu-samples.log'; then
+   ! tar -tzf "$device_out/gpu-check-logs.tar.gz" | grep -x './test-gpu-samples.log' >/dev/null; then
   echo "FAIL: \$OUT holds $returned files (at most 8 come back), or no log archive with the rows' logs and table:"
   find "$device_out" -type f
   failed=1
