@@ -124,7 +124,8 @@ TEST_CASE("random graphs on the host backend give exactly the serial bits, for e
                 const std::uint32_t max_streams = static_cast<std::uint32_t>((seed + static_cast<std::uint64_t>(r)) % 8) + 1;
                 const Plan plan = source.make(c.graph, rng, max_streams);
                 INFO("seed " << seed << ", plan " << source.name << " with " << plan.stream_count() << " streams");
-                max_streams_seen = std::max(max_streams_seen, plan.stream_count());
+                // (opara opens as many streams as its chain walk needs, beyond any cap)
+                if (source.name != "opara") max_streams_seen = std::max(max_streams_seen, plan.stream_count());
                 waits_seen += static_cast<std::uint32_t>(plan.waits.size());
                 for (const PlanStep& s : plan.steps) splits_seen += s.parts > 1 && s.part == 0;
                 HostExecutor ex(c.graph, plan, backend, hash_bodies(c, arena));
@@ -138,7 +139,7 @@ TEST_CASE("random graphs on the host backend give exactly the serial bits, for e
         }
     }
     for (const PlanSource& s : sources) CHECK(plans_run[s.name] >= 200);
-    CHECK(max_streams_seen >= 8);  // opara opens as many streams as its chain walk needs
+    CHECK(max_streams_seen == 8);
     CHECK(splits_seen > 100);
     CHECK(waits_seen > 1000);
 }

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -159,7 +160,8 @@ TEST_CASE("ios: stages of concurrent groups where they pay, within the group and
     CHECK(strategy::ios(small.graph, dev, small.costs, o, 2).stream_count() == 2u);
     CHECK(strategy::ios(small.graph, dev, small.costs, o, 1).stream_count() == 1u);
 
-    // Windows of one op: every op a stage of its own, the serial plan.
+    // Windows of one op: every op a stage of its own, one stream (here the
+    // level order is the serial plan's order too).
     strategy::IosOptions single = o;
     single.window_ops = 1;
     const Plan one = strategy::ios(small.graph, dev, small.costs, single);
@@ -179,6 +181,53 @@ TEST_CASE("ios: stages of concurrent groups where they pay, within the group and
     CHECK(error_of([&] { (void)strategy::ios(small.graph, dev, small.costs, bad); }) ==
           "ios: max_group_ops must be at least 1");
     CHECK(error_of([&] { (void)strategy::ios(small.graph, dev, OpCosts(1), o); }) == "ios: got costs for 1 ops, the graph has 5");
+}
+
+TEST_CASE("ios: windows follow the level order; groups keep to max_group_ops") {
+    const DeviceSpec& dev = find_device("h200");
+    // Two independent chains of four small ops, built chain by chain: in
+    // framework order a window of two holds two ops of one chain, in level
+    // order one op of each, which a stage runs side by side.
+    OpGraphBuilder b;
+    OpCosts costs;
+    for (const char* chain : {"a", "b"}) {
+        BufferId in = b.add_buffer(std::string(chain) + "0", 1024);
+        b.add_op({std::string(chain) + "0", OpKind::forward, "", {}, {in}, 0});
+        costs.push_back({{kernel(chain, 8, 0, 20'000.0)}});
+        for (int i = 1; i < 4; ++i) {
+            const std::string name = std::string(chain) + std::to_string(i);
+            const BufferId out = b.add_buffer(name, 1024);
+            b.add_op({name, OpKind::forward, "", {in}, {out}, 0});
+            costs.push_back({{kernel(name, 8, 0, 20'000.0)}});
+            in = out;
+        }
+    }
+    const OpGraph g = b.finalize();
+    strategy::IosOptions o;
+    o.mode = sim::LaunchMode::graph;
+    o.window_ops = 2;
+    const Plan p = strategy::ios(g, dev, costs, o);
+    CHECK(p.stream_count() == 2u);
+    CHECK(issue_order(p, g) == std::vector<std::string>{"a0", "b0", "a1", "b1", "a2", "b2", "a3", "b3"});
+    for (int i = 0; i < 4; ++i) CHECK(stream_of(p, g, "a" + std::to_string(i)) != stream_of(p, g, "b" + std::to_string(i)));
+    CHECK(first_violation(p, g) == "");
+
+    // One op a group: a stage never holds two ops that depend on each other.
+    const TestGraph t = braid::testing::residual_chain(2);
+    o.window_ops = 9;
+    o.max_group_ops = 1;
+    const strategy::detail_ios::Window w =
+        strategy::detail_ios::window_of(t.graph, t.graph.topological_order().subspan(0, 9));
+    strategy::detail_ios::StageTimer timer(w, dev, t.costs, o, o.max_groups);
+    for (auto stage : strategy::detail_ios::best_stages(w, timer))
+        for (auto group : strategy::detail_ios::groups_of(w, stage)) CHECK(std::popcount(group) == 1);
+    // Allowed two, some stage takes a pair (the stem with a residual branch's first op, say).
+    o.max_group_ops = 2;
+    strategy::detail_ios::StageTimer pairs(w, dev, t.costs, o, o.max_groups);
+    int most = 0;
+    for (auto stage : strategy::detail_ios::best_stages(w, pairs))
+        for (auto group : strategy::detail_ios::groups_of(w, stage)) most = std::max(most, std::popcount(group));
+    CHECK(most == 2);
 }
 
 TEST_CASE("ios: the stage sequence it picks is the cheapest one (brute force over a window)") {

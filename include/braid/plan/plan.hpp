@@ -84,8 +84,8 @@ struct PlanChoice {
 // How the strategy made the plan, for the record: the settings it was given
 // and what it chose. Absent fields did not apply to the strategy.
 struct StrategyOptions {
-    std::optional<std::uint32_t> max_streams;  // the stream cap it honoured (glp4nn, braid)
-    std::optional<LaunchMode> mode;            // the launch mode it was tuned for (braid)
+    std::optional<std::uint32_t> max_streams;  // the stream cap it honoured (glp4nn, ios: groups a stage, braid)
+    std::optional<LaunchMode> mode;            // the launch mode it was tuned for (braid) or timed its stages in (ios)
     std::optional<std::uint32_t> chains;       // chains in the minimum chain cover (nimble)
     std::optional<PlanChoice> chosen;          // the winning candidate (braid)
     std::optional<std::uint32_t> candidates;   // candidates made (braid)

@@ -153,9 +153,10 @@ private:
         for (std::uint32_t g = 0; g < groups.size(); ++g)
             for (Mask m = groups[g]; m; m &= m - 1) {
                 const OpId op = w_.ops[static_cast<std::size_t>(std::countr_zero(m))];
+                const double host_share = costs_[op].host_share_ns();  // eager host time as a plan's program has it
                 for (const KernelCost& k : costs_[op].kernels) {
                     p.actions.push_back({sim::ActionKind::launch, g, static_cast<std::uint32_t>(p.kernels.size())});
-                    p.kernels.push_back(sim::Kernel{k, op, {}});
+                    p.kernels.push_back(sim::Kernel{k, op, {}, host_share});
                 }
             }
         if (p.kernels.empty()) return 0.0;
