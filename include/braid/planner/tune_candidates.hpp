@@ -1,8 +1,9 @@
 // What tuning measures: braid's best plans by the simulator, the model's
 // choice first (the favourite), and the baselines braid weighed (serial,
-// nimble, glp4nn, ooo, opara; ios with BraidOptions::weigh_ios), so that the tuned plan is never slower than what the
-// baselines measure (those the timing source did not decline: they come
-// last, so a GPU without room for every candidate declines them first).
+// nimble, glp4nn, ooo, opara; ios with BraidOptions::weigh_ios), so that
+// the tuned plan is never slower than what the baselines measure (those the
+// timing source did not decline: they come last, so a GPU without room for
+// every candidate declines them first).
 #pragma once
 
 #include <cstddef>

@@ -13,9 +13,9 @@
 // to split it at (saved activations and weight gradients cross every
 // layer), so the search runs on windows of `window_ops` consecutive ops of
 // a level order (ops by their depth in the graph, a topological order in
-// which independent ops sit together); stages never span two windows. The plan keeps the
-// stages' streams and issue order, and the waits the data need (no barrier
-// between stages: one could only add idle time).
+// which independent ops sit together); stages never span two windows. The
+// plan keeps the stages' streams and issue order, and the waits the data
+// need (no barrier between stages: one could only add idle time).
 #pragma once
 
 #include <algorithm>
@@ -52,7 +52,7 @@ namespace detail_ios {
 
 using Mask = std::uint32_t;
 
-// One window of the topological order: its ops, and per op the ops of the
+// One window of a topological order: its ops, and per op the ops of the
 // window it depends on directly and the ones it touches either way.
 struct Window {
     std::vector<OpId> ops;
@@ -94,8 +94,8 @@ inline std::vector<Mask> groups_of(const Window& w, Mask stage) {
 }
 
 // Stage latencies, simulated once each; and a bound below them that needs
-// no simulation (the longest group's kernels back to back), so that the
-// search simulates only stages that could improve on what it has.
+// no simulation, so that the search simulates only stages that could
+// improve on what it has.
 class StageTimer {
 public:
     StageTimer(const Window& w, const DeviceSpec& dev, std::span<const OpCost> costs, const IosOptions& o,
@@ -224,13 +224,12 @@ inline Plan ios(const OpGraph& graph, const DeviceSpec& dev, std::span<const OpC
     const std::vector<std::uint32_t> level = graph.levels();
     std::vector<OpId> by_level(graph.topological_order().begin(), graph.topological_order().end());
     std::stable_sort(by_level.begin(), by_level.end(), [&](OpId a, OpId b) { return level[a] < level[b]; });
-    const std::span<const OpId> topo = by_level;
     std::vector<Placement> order;
     order.reserve(graph.op_count());
     std::uint32_t streams = 1;
-    for (std::size_t first = 0; first < topo.size(); first += options.window_ops) {
-        const std::size_t count = std::min<std::size_t>(options.window_ops, topo.size() - first);
-        const detail_ios::Window w = detail_ios::window_of(graph, topo.subspan(first, count));
+    for (std::size_t first = 0; first < by_level.size(); first += options.window_ops) {
+        const std::size_t count = std::min<std::size_t>(options.window_ops, by_level.size() - first);
+        const detail_ios::Window w = detail_ios::window_of(graph, std::span<const OpId>(by_level).subspan(first, count));
         detail_ios::StageTimer timer(w, dev, costs, options, groups_cap);
         for (detail_ios::Mask stage : detail_ios::best_stages(w, timer)) {
             const std::vector<detail_ios::Mask> groups = detail_ios::groups_of(w, stage);

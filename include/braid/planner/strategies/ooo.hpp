@@ -15,6 +15,7 @@
 
 namespace braid::strategy {
 
+// Weight gradients and updates: nothing but an update waits for them.
 inline bool off_critical_chain(OpKind kind) noexcept { return kind == OpKind::backward_weight || kind == OpKind::update; }
 
 inline Plan ooo(const OpGraph& graph, std::string device = {}) {

@@ -79,8 +79,7 @@ inline Plan opara(const OpGraph& graph, std::span<const OpCost> costs, std::stri
         for (OpId succ : graph.successors(op))
             if (--pending[succ] == 0) ready.push_back(succ);
     }
-    return assemble(graph, "opara", {}, std::move(device),
-                    std::vector<int>(s.streams, 0), order);
+    return assemble(graph, "opara", {}, std::move(device), std::vector<int>(s.streams, 0), order);
 }
 
 }  // namespace braid::strategy
