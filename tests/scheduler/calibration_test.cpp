@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "braid/model/device_table.hpp"
 #include "braid/plan/plan.hpp"
@@ -265,6 +266,90 @@ TEST_CASE("fit_estimates recovers the per-class fits that made the profiled time
     nets[0].estimates->pop_back();
     CHECK(error_of([&] { (void)fit_estimates(nets); }) ==
           "fit_estimates: net 'made-up' has 59 op estimates but 60 profiled ops");
+}
+
+TEST_CASE("attribute_kernels: own kernels beside a library call answer for their own profiled times") {
+    auto kernel = [](KernelClass k) { return gemm_like(k, 1e8, 100); };
+    auto profiled = [](std::vector<double> times) {
+        OpCost c;
+        for (double t : times) c.kernels.push_back({{}, t, 0.0});
+        return c;
+    };
+    using detail::attribute_kernels;
+    using G = std::tuple<std::size_t, std::size_t, double>;
+    auto groups = [](const std::vector<detail::KernelGroup>& gs) {
+        std::vector<G> out;
+        for (const auto& g : gs) out.emplace_back(g.first, g.last, g.measured_ns);
+        return out;
+    };
+    const KernelEstimate conv = kernel(KernelClass::conv_forward), bias = kernel(KernelClass::elementwise),
+                         split = kernel(KernelClass::conv_backward_weight), grad = kernel(KernelClass::reduction);
+    // A convolution and its bias; cuDNN added two layout transforms before
+    // its kernel and one after: the bias kernel is the last launch.
+    CHECK(groups(attribute_kernels(std::vector{conv, bias}, profiled({1, 2, 40, 3, 7}))) ==
+          std::vector<G>{{0, 1, 46.0}, {1, 2, 7.0}});
+    // Own kernels on both sides, a run of two library kernels (a weight
+    // gradient and its split-K reduction) that launched exactly those.
+    CHECK(groups(attribute_kernels(std::vector{bias, split, split, grad}, profiled({5, 30, 4, 6}))) ==
+          std::vector<G>{{0, 1, 5.0}, {1, 3, 34.0}, {3, 4, 6.0}});
+    // No library call, fewer profiled launches than estimated ones (the
+    // profile is of other kernels), a run broken by an own kernel, or
+    // per-image launches: the op's kernels share its whole time.
+    CHECK(groups(attribute_kernels(std::vector{bias, grad}, profiled({5, 6, 7}))) == std::vector<G>{{0, 2, 18.0}});
+    CHECK(groups(attribute_kernels(std::vector{conv, bias}, profiled({9}))) == std::vector<G>{{0, 2, 9.0}});
+    CHECK(groups(attribute_kernels(std::vector{conv, bias, conv}, profiled({1, 2, 3}))) == std::vector<G>{{0, 3, 6.0}});
+    OpCost per_image = profiled({1, 2, 3, 4});
+    per_image.launches_per_image = 2;
+    CHECK(groups(attribute_kernels(std::vector{conv, bias}, per_image)) == std::vector<G>{{0, 2, 10.0}});
+    CHECK(attribute_kernels(std::vector<KernelEstimate>{}, profiled({})).size() == 1);
+}
+
+TEST_CASE("fit_estimates: a bias kernel beside a convolution the estimate misjudges keeps its own fit") {
+    const DeviceSpec& dev = find_device("h200");
+    // Every op is a convolution (a layout transform, then its kernel, taking
+    // 1 to 4 times what the truth says: an engine the estimate cannot
+    // know) and its bias kernel, which runs as the truth says.
+    EstimateCalibration truth;
+    truth[KernelClass::conv_forward] = {3.0, 2000, 0.65, 0, 1.0};
+    truth[KernelClass::elementwise] = {1.5, 750, 0.9, 0, 1.0};
+    OpGraphBuilder b;
+    std::vector<OpEstimate> estimates;
+    OpCosts profiled;
+    for (int i = 0; i < 40; ++i) {
+        b.add_op({"op" + std::to_string(i), OpKind::forward, "", {}, {b.add_buffer("b" + std::to_string(i), 64)}, 0});
+        KernelEstimate bias = gemm_like(KernelClass::elementwise, 0, 500);
+        bias.dram_bytes = 1e5 * (1 + i * i);
+        OpEstimate e;
+        e.kernels = {gemm_like(KernelClass::conv_forward, 1e7 * (1 + i), 200), bias};
+        OpCost c;
+        KernelCost transform = estimate_kernel(dev, bias, truth);
+        c.kernels.push_back(transform);
+        KernelCost main = estimate_kernel(dev, e.kernels[0], truth);
+        main.duration_ns *= 1 + i % 4;
+        c.kernels.push_back(main);
+        c.kernels.push_back(estimate_kernel(dev, bias, truth));
+        profiled.push_back(c);
+        estimates.push_back(e);
+    }
+    const OpGraph g = b.finalize();
+    std::vector<ProfiledNet> nets(1);
+    nets[0].name = "made-up";
+    nets[0].graph = &g;
+    nets[0].device = dev;
+    nets[0].profiled = profiled;
+    nets[0].estimates = estimates;
+    const EstimateCalibration fit = fit_estimates(nets);
+    const KernelClassFit& ew = fit[KernelClass::elementwise];
+    CHECK(ew.floor_ns == doctest::Approx(truth[KernelClass::elementwise].floor_ns));
+    CHECK(ew.size_exponent == doctest::Approx(truth[KernelClass::elementwise].size_exponent));
+    CHECK(ew.scale == doctest::Approx(truth[KernelClass::elementwise].scale).epsilon(1e-6));
+    // The convolutions carry what the estimate missed, the transform included.
+    double conv_profiled = 0.0, conv_fitted = 0.0;
+    for (std::size_t i = 0; i < profiled.size(); ++i) {
+        conv_profiled += profiled[i].kernels[0].duration_ns + profiled[i].kernels[1].duration_ns;
+        conv_fitted += estimate_kernel(dev, estimates[i].kernels[0], fit).duration_ns;
+    }
+    CHECK(conv_fitted == doctest::Approx(conv_profiled).epsilon(1e-6));
 }
 
 TEST_CASE("fit_simulator recovers the kernel time scale and constants that made the measured rows") {

@@ -61,6 +61,15 @@ inline std::optional<KernelClass> kernel_class_from_string(std::string_view text
 
 constexpr std::size_t index_of(KernelClass c) noexcept { return static_cast<std::size_t>(c); }
 
+// Whether kernels of `c` come from a library call (cuDNN's convolutions,
+// cuBLAS's GEMMs), which may launch helpers of its own beside them (layout
+// transforms, split-K reductions) that no estimate lists; the other classes
+// are kernels a trainer launches itself, one launch each.
+constexpr bool library_launched(KernelClass c) noexcept {
+    return c == KernelClass::conv_forward || c == KernelClass::conv_backward_data ||
+           c == KernelClass::conv_backward_weight || c == KernelClass::gemm;
+}
+
 // The class whose fit stands in when a calibration saw no kernel of `c`
 // (a net without batch norm fitted, say): GEMM-like work falls back on
 // GEMM-like work, memory-bound work on elementwise; nullopt at the root.

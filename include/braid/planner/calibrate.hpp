@@ -235,6 +235,49 @@ inline void search(std::vector<PreparedRow>& prepared, std::span<const std::size
 
 // ------------------------------------------------------------- estimates
 
+namespace detail {
+
+// Estimated kernels [first, last) of an op and the profiled time they share.
+struct KernelGroup {
+    std::size_t first = 0, last = 0;
+    double measured_ns = 0.0;
+};
+
+// Which profiled time each estimated kernel of an op answers for. An op
+// that calls a library (its estimates hold one run of convolution or GEMM
+// kernels) launches the library's kernels, helpers included (layout
+// transforms, split-K reductions: more than estimated), between its own
+// kernels, one launch each: the own kernels before that run take the first
+// profiled kernels' times one to one, those after it the last ones', and
+// the run shares what lies between. Without such a run, or with fewer
+// profiled kernels than estimated ones, or per-image launches, the op's
+// kernels share its whole time. Sharing a convolution op's time by
+// predicted times alone would hand the bias kernel beside a slow
+// convolution part of the convolution's time.
+inline std::vector<KernelGroup> attribute_kernels(std::span<const KernelEstimate> estimated, const OpCost& profiled) {
+    const std::size_t m = estimated.size(), n = profiled.kernels.size();
+    const std::vector<KernelGroup> whole{{0, m, profiled.duration_ns()}};
+    std::size_t first = m, last = 0;  // the library run [first, last)
+    for (std::size_t k = 0; k < m; ++k)
+        if (library_launched(estimated[k].kind)) {
+            first = std::min(first, k);
+            last = k + 1;
+        }
+    if (first == m || n < m || profiled.launches_per_image != 0) return whole;
+    for (std::size_t k = first; k < last; ++k)
+        if (!library_launched(estimated[k].kind)) return whole;
+    std::vector<KernelGroup> out;
+    for (std::size_t k = 0; k < first; ++k) out.push_back({k, k + 1, profiled.kernels[k].duration_ns});
+    const std::size_t tail = m - last;  // own kernels after the run, matched to the last profiled ones
+    double run = 0.0;
+    for (std::size_t k = first; k < n - tail; ++k) run += profiled.kernels[k].duration_ns;
+    out.push_back({first, last, run});
+    for (std::size_t k = last; k < m; ++k) out.push_back({k, k + 1, profiled.kernels[n - (m - k)].duration_ns});
+    return out;
+}
+
+}  // namespace detail
+
 struct EstimateFitOptions {
     std::vector<double> floors_ns{0, 250, 500, 750, 1000, 1500, 2000, 2500, 3000, 4000, 6000, 8000, 12000};
     std::vector<double> exponents{0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1};
@@ -243,8 +286,10 @@ struct EstimateFitOptions {
 };
 
 // Fits calibration.estimate from the nets that carry estimates, per kernel
-// class: each op's measured time is shared among its estimated kernels in
-// proportion to their predicted times; per class, the (floor, exponent)
+// class: each op's measured time is attributed to its estimated kernels
+// (detail::attribute_kernels: own kernels beside a library call take their
+// own profiled times) and shared within a group in proportion to their
+// predicted times; per class, the (floor, exponent)
 // pair on a grid whose kernels' times match their shares best in log terms,
 // with the scale that makes the class add up to its share exactly. Repeated, since the shares follow the fit. Classes no net
 // exercises stay unfitted (their fallback applies).
@@ -262,12 +307,15 @@ inline EstimateCalibration fit_estimates(std::span<const ProfiledNet> nets, cons
             throw ModelError("fit_estimates: net '" + net.name + "' has " + std::to_string(net.estimates->size()) +
                              " op estimates but " + std::to_string(net.profiled.size()) + " profiled ops");
         fitted_nets.push_back(n);
-        for (std::size_t i = 0; i < net.profiled.size(); ++i) {
-            FitOp op{net.profiled[i].duration_ns(), {}};
-            for (const KernelEstimate& k : (*net.estimates)[i].kernels)
-                op.kernels.emplace_back(index_of(k.kind), roofline_ns(net.device, k));
-            if (op.measured > 0.0 && !op.kernels.empty()) ops.push_back(std::move(op));
-        }
+        for (std::size_t i = 0; i < net.profiled.size(); ++i)
+            for (const detail::KernelGroup& g : detail::attribute_kernels((*net.estimates)[i].kernels, net.profiled[i])) {
+                FitOp op{g.measured_ns, {}};
+                for (std::size_t k = g.first; k < g.last; ++k) {
+                    const KernelEstimate& e = (*net.estimates)[i].kernels[k];
+                    op.kernels.emplace_back(index_of(e.kind), roofline_ns(net.device, e));
+                }
+                if (op.measured > 0.0 && !op.kernels.empty()) ops.push_back(std::move(op));
+            }
     }
     if (ops.empty()) throw ModelError("fit_estimates: no profiled net carries estimates to fit");
 

@@ -12,7 +12,11 @@
 // worst |predicted / measured - 1| over the fitted rows and the held-out
 // rows together.
 //
-//   bench-accuracy [FILE...]
+//   bench-accuracy [--ops CSV] [FILE...]
+//
+// --ops CSV also writes, for every op of every net with estimates, what the
+// fit on every row estimates beside what the profile measured (one line per
+// op): where an estimate errs, op by op, for whoever studies a new model.
 //
 // FILEs: braid.measurements files (and braid.profile files, which inform the
 // estimate fit), as braid-calibrate takes them; by default the H200 data set
@@ -24,6 +28,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,17 +59,63 @@ struct Worst {
     }
 };
 
+// One line per op of every net with estimates: the op, the class it is
+// filed under (its first estimated kernel's), the estimated kernels' launch
+// count, summed FLOPs (tile padding included), DRAM bytes and roofline
+// time, the first kernel's blocks, the estimate under `c`, and the
+// profile's kernel count, time and longest kernel.
+void write_op_table(const braid::CalibrationInputs& in, const braid::Calibration& c, const std::string& path) {
+    std::ofstream out(path);
+    if (!out) throw braid::Error("bench-accuracy: cannot write --ops file '" + path + "'");
+    out << "net,op,class,est_kernels,flops,tile_flops,dram_bytes,roofline_ns,first_blocks,est_ns,prof_kernels,prof_ns,"
+           "prof_longest\n";
+    for (const braid::ProfiledNet& net : in.nets) {
+        if (!net.estimates) continue;
+        const braid::OpCosts est = braid::estimate_costs(net.device, *net.estimates, c.estimate);
+        for (std::size_t i = 0; i < net.profiled.size() && i < est.size(); ++i) {
+            const std::vector<braid::KernelEstimate>& ks = (*net.estimates)[i].kernels;
+            if (ks.empty()) continue;
+            double flops = 0.0, tile = 0.0, bytes = 0.0, roof = 0.0;
+            for (const braid::KernelEstimate& k : ks) {
+                flops += k.flops;
+                tile += std::max(k.flops, k.tile_flops);
+                bytes += k.dram_bytes;
+                roof += braid::roofline_ns(net.device, k);
+            }
+            std::string longest;
+            double longest_ns = -1.0;
+            for (const braid::KernelCost& k : net.profiled[i].kernels)
+                if (k.duration_ns > longest_ns) {
+                    longest_ns = k.duration_ns;
+                    longest = k.shape.name.substr(0, k.shape.name.find('('));
+                }
+            std::replace(longest.begin(), longest.end(), ',', ';');
+            out << fmt::format("{},{},{},{},{:.0f},{:.0f},{:.0f},{:.1f},{},{:.1f},{},{:.1f},{}\n", net.name,
+                               net.graph->op(static_cast<braid::OpId>(i)).name, braid::to_string(ks.front().kind),
+                               ks.size(), flops, tile, bytes, roof, ks.front().shape.blocks(), est[i].duration_ns(),
+                               net.profiled[i].kernels.size(), net.profiled[i].duration_ns(), longest);
+        }
+    }
+    if (!out) throw braid::Error("bench-accuracy: writing --ops file '" + path + "' failed");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     const std::string shipped_data = BRAID_SOURCE_DIR "/tests/data/h200/measurements.json";
-    const std::vector<std::string> files =
-        argc > 1 ? std::vector<std::string>(argv + 1, argv + argc) : std::vector<std::string>{shipped_data};
-    const bool shipped = argc == 1;
+    std::vector<std::string> args(argv + 1, argv + argc);
+    std::string ops_csv;
+    if (args.size() >= 2 && args[0] == "--ops") {
+        ops_csv = args[1];
+        args.erase(args.begin(), args.begin() + 2);
+    }
+    const std::vector<std::string> files = args.empty() ? std::vector<std::string>{shipped_data} : args;
+    const bool shipped = args.empty();
     for (const std::string& f : files)
         if (f.starts_with("-")) {
-            fmt::print(stderr, "usage: bench-accuracy [FILE...]: measurements (and profile) files; by default {}\n",
+            fmt::print(stderr,
+                       "usage: bench-accuracy [--ops CSV] [FILE...]: measurements (and profile) files; by default {}\n",
                        shipped_data);
             return f == "--help" || f == "-h" ? 0 : 2;
         }
@@ -85,6 +136,7 @@ int main(int argc, char** argv) {
                    braid::samples::format_accuracy(fitted_rows));
         fmt::print("fitted on every row, isolated op times per kernel class:\n{}\n",
                    braid::samples::format_class_totals(in, all));
+        if (!ops_csv.empty()) write_op_table(in, all, ops_csv);
 
         Worst fitted, held, none, shipped_fit;
         fitted.add(fitted_rows);
