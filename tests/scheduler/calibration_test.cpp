@@ -36,6 +36,25 @@ KernelEstimate gemm_like(KernelClass kind, double flops, std::uint32_t grid) {
     return k;
 }
 
+// The per-class fits that make the made-up nets' "profiled" times.
+EstimateCalibration made_up_truth() {
+    EstimateCalibration truth;
+    truth[KernelClass::conv_forward] = {3.0, 2000, 0.65, 0, 1.0};
+    truth[KernelClass::elementwise] = {1.5, 750, 0.9, 0, 1.0};
+    return truth;
+}
+
+std::vector<ProfiledNet> made_up_net(const OpGraph& g, const DeviceSpec& dev, const OpCosts& profiled,
+                                     const std::vector<OpEstimate>& estimates) {
+    std::vector<ProfiledNet> nets(1);
+    nets[0].name = "made-up";
+    nets[0].graph = &g;
+    nets[0].device = dev;
+    nets[0].profiled = profiled;
+    nets[0].estimates = estimates;
+    return nets;
+}
+
 Calibration sample_calibration() {
     Calibration c;
     c.device_key = "h200";
@@ -181,9 +200,7 @@ TEST_CASE("fit_estimates recovers the per-class fits that made the profiled time
     const DeviceSpec& dev = find_device("h200");
     // A made-up net: ops of one conv kernel, or a conv and an elementwise
     // kernel, whose "profiled" times come from a known calibration.
-    EstimateCalibration truth;
-    truth[KernelClass::conv_forward] = {3.0, 2000, 0.65, 0, 1.0};
-    truth[KernelClass::elementwise] = {1.5, 750, 0.9, 0, 1.0};
+    const EstimateCalibration truth = made_up_truth();
     OpGraphBuilder b;
     std::vector<OpEstimate> estimates;
     OpCosts profiled;
@@ -202,12 +219,7 @@ TEST_CASE("fit_estimates recovers the per-class fits that made the profiled time
         estimates.push_back(e);
     }
     const OpGraph g = b.finalize();
-    std::vector<ProfiledNet> nets(1);
-    nets[0].name = "made-up";
-    nets[0].graph = &g;
-    nets[0].device = dev;
-    nets[0].profiled = profiled;
-    nets[0].estimates = estimates;
+    std::vector<ProfiledNet> nets = made_up_net(g, dev, profiled, estimates);
     EstimateFitOptions options;
     options.rounds = 12;
     const EstimateCalibration fit = fit_estimates(nets, options);
@@ -309,9 +321,7 @@ TEST_CASE("fit_estimates: a bias kernel beside a convolution the estimate misjud
     // Every op is a convolution (a layout transform, then its kernel, taking
     // 1 to 4 times what the truth says: an engine the estimate cannot
     // know) and its bias kernel, which runs as the truth says.
-    EstimateCalibration truth;
-    truth[KernelClass::conv_forward] = {3.0, 2000, 0.65, 0, 1.0};
-    truth[KernelClass::elementwise] = {1.5, 750, 0.9, 0, 1.0};
+    const EstimateCalibration truth = made_up_truth();
     OpGraphBuilder b;
     std::vector<OpEstimate> estimates;
     OpCosts profiled;
@@ -332,12 +342,7 @@ TEST_CASE("fit_estimates: a bias kernel beside a convolution the estimate misjud
         estimates.push_back(e);
     }
     const OpGraph g = b.finalize();
-    std::vector<ProfiledNet> nets(1);
-    nets[0].name = "made-up";
-    nets[0].graph = &g;
-    nets[0].device = dev;
-    nets[0].profiled = profiled;
-    nets[0].estimates = estimates;
+    std::vector<ProfiledNet> nets = made_up_net(g, dev, profiled, estimates);
     const EstimateCalibration fit = fit_estimates(nets);
     const KernelClassFit& ew = fit[KernelClass::elementwise];
     CHECK(ew.floor_ns == doctest::Approx(truth[KernelClass::elementwise].floor_ns));
