@@ -64,9 +64,8 @@ struct Worst {
 // count, summed FLOPs (tile padding included), DRAM bytes and roofline
 // time, the first kernel's blocks, the estimate under `c`, and the
 // profile's kernel count, time and longest kernel.
-void write_op_table(const braid::CalibrationInputs& in, const braid::Calibration& c, const std::string& path) {
-    std::ofstream out(path);
-    if (!out) throw braid::Error("bench-accuracy: cannot write --ops file '" + path + "'");
+void write_op_table(const braid::CalibrationInputs& in, const braid::Calibration& c, std::ofstream& out,
+                    const std::string& path) {
     out << "net,op,class,est_kernels,flops,tile_flops,dram_bytes,roofline_ns,first_blocks,est_ns,prof_kernels,prof_ns,"
            "prof_longest\n";
     for (const braid::ProfiledNet& net : in.nets) {
@@ -96,7 +95,8 @@ void write_op_table(const braid::CalibrationInputs& in, const braid::Calibration
                                net.profiled[i].kernels.size(), net.profiled[i].duration_ns(), longest);
         }
     }
-    if (!out) throw braid::Error("bench-accuracy: writing --ops file '" + path + "' failed");
+    out.flush();
+    if (!out) throw braid::Error("writing --ops file '" + path + "' failed");
 }
 
 }  // namespace
@@ -106,9 +106,22 @@ int main(int argc, char** argv) {
     const std::string shipped_data = BRAID_SOURCE_DIR "/tests/data/h200/measurements.json";
     std::vector<std::string> args(argv + 1, argv + argc);
     std::string ops_csv;
-    if (args.size() >= 2 && args[0] == "--ops") {
+    if (!args.empty() && args[0] == "--ops") {
+        if (args.size() < 2) {
+            fmt::print(stderr, "bench-accuracy: --ops needs the CSV file to write\n");
+            return 2;
+        }
         ops_csv = args[1];
         args.erase(args.begin(), args.begin() + 2);
+    }
+    // Opened before the fits, so that a path it cannot write fails at once.
+    std::ofstream ops_out;
+    if (!ops_csv.empty()) {
+        ops_out.open(ops_csv);
+        if (!ops_out) {
+            fmt::print(stderr, "bench-accuracy: cannot write --ops file '{}'\n", ops_csv);
+            return 2;
+        }
     }
     const std::vector<std::string> files = args.empty() ? std::vector<std::string>{shipped_data} : args;
     const bool shipped = args.empty();
@@ -136,7 +149,7 @@ int main(int argc, char** argv) {
                    braid::samples::format_accuracy(fitted_rows));
         fmt::print("fitted on every row, isolated op times per kernel class:\n{}\n",
                    braid::samples::format_class_totals(in, all));
-        if (!ops_csv.empty()) write_op_table(in, all, ops_csv);
+        if (!ops_csv.empty()) write_op_table(in, all, ops_out, ops_csv);
 
         Worst fitted, held, none, shipped_fit;
         fitted.add(fitted_rows);
