@@ -95,9 +95,11 @@ std::vector<braid::KernelEstimate> gemm_kernels(const std::string& name, const G
                       static_cast<double>(p.k) * static_cast<double>(p.batch);
 
     std::vector<braid::KernelEstimate> out{main};
-    if (split > 1)
+    if (split > 1) {
         out.push_back(elementwise_kernel(name + "_splitk_reduce", static_cast<std::uint64_t>(outputs),
                                          outputs * (split - 1), outputs * 4.0 * (split + 1), braid::KernelClass::reduction));
+        out.back().library_helper = true;
+    }
     return out;
 }
 

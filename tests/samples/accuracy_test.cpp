@@ -105,7 +105,7 @@ TEST_CASE("predicted against measured on the H200, with the built-in calibration
     // change which makes the predictions worse fails here.
     CHECK(graph_profile <= 6.0);
     CHECK(worst_profile <= 14.0);
-    CHECK(worst_estimate <= 25.0);
+    CHECK(worst_estimate <= 24.0);
 }
 
 TEST_CASE("kernel launches of a step: the profiles ran more than the estimates know (docs/calibration.md)") {

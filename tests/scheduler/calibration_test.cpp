@@ -310,6 +310,18 @@ TEST_CASE("attribute_kernels: own kernels beside a library call answer for their
     CHECK(groups(attribute_kernels(std::vector{bias, grad}, profiled({5, 6, 7}))) == std::vector<G>{{0, 2, 18.0}});
     CHECK(groups(attribute_kernels(std::vector{conv, bias}, profiled({9}))) == std::vector<G>{{0, 2, 9.0}});
     CHECK(groups(attribute_kernels(std::vector{conv, bias, conv}, profiled({1, 2, 3}))) == std::vector<G>{{0, 3, 6.0}});
+    // A weight gradient whose estimate adds a split-K reduction (a library
+    // helper) before the trainer's bias gradient: the helper belongs to the
+    // library's run, whether cuDNN launched one kernel or three.
+    KernelEstimate helper = kernel(KernelClass::reduction);
+    helper.library_helper = true;
+    CHECK(groups(attribute_kernels(std::vector{split, helper, grad}, profiled({30, 6}))) ==
+          std::vector<G>{{0, 2, 30.0}, {2, 3, 6.0}});
+    CHECK(groups(attribute_kernels(std::vector{split, helper, grad}, profiled({2, 30, 4, 6}))) ==
+          std::vector<G>{{0, 2, 36.0}, {2, 3, 6.0}});
+    // The same reduction launched by the trainer is an own kernel after the run.
+    CHECK(groups(attribute_kernels(std::vector{split, grad, grad}, profiled({30, 4, 6}))) ==
+          std::vector<G>{{0, 1, 30.0}, {1, 2, 4.0}, {2, 3, 6.0}});
     OpCost per_image = profiled({1, 2, 3, 4});
     per_image.launches_per_image = 2;
     CHECK(groups(attribute_kernels(std::vector{conv, bias}, per_image)) == std::vector<G>{{0, 2, 10.0}});
@@ -355,6 +367,52 @@ TEST_CASE("fit_estimates: a bias kernel beside a convolution the estimate misjud
         conv_fitted += estimate_kernel(dev, estimates[i].kernels[0], fit).duration_ns;
     }
     CHECK(conv_fitted == doctest::Approx(conv_profiled).epsilon(1e-6));
+}
+
+TEST_CASE("fit_estimates: a library's split-K helper takes its share and teaches its class nothing") {
+    const DeviceSpec& dev = find_device("h200");
+    // Half the ops are the trainer's reductions, which run as the truth
+    // says; the others a weight gradient estimated with a split-K
+    // reduction, where the library ran one kernel that took three times
+    // what the truth gives the two (an engine the estimate cannot know).
+    EstimateCalibration truth = made_up_truth();
+    truth[KernelClass::reduction] = {2.0, 1000, 0.8, 0, 1.0};
+    OpGraphBuilder b;
+    std::vector<OpEstimate> estimates;
+    OpCosts profiled;
+    for (int i = 0; i < 40; ++i) {
+        b.add_op({"op" + std::to_string(i), OpKind::forward, "", {}, {b.add_buffer("b" + std::to_string(i), 64)}, 0});
+        KernelEstimate reduce = gemm_like(KernelClass::reduction, 0, 100);
+        reduce.dram_bytes = 2e5 * (1 + i * i);
+        OpEstimate e;
+        OpCost c;
+        if (i % 2 == 0) {
+            e.kernels = {reduce};
+            c.kernels.push_back(estimate_kernel(dev, reduce, truth));
+        } else {
+            reduce.library_helper = true;
+            e.kernels = {gemm_like(KernelClass::conv_backward_weight, 1e7 * (1 + i), 200), reduce};
+            KernelCost run = estimate_kernel(dev, e.kernels[0], truth);
+            run.duration_ns = 3.0 * (run.duration_ns + estimate_kernel(dev, reduce, truth).duration_ns);
+            c.kernels.push_back(run);
+        }
+        profiled.push_back(c);
+        estimates.push_back(e);
+    }
+    const OpGraph g = b.finalize();
+    std::vector<ProfiledNet> nets = made_up_net(g, dev, profiled, estimates);
+    const EstimateCalibration fit = fit_estimates(nets);
+    const KernelClassFit& r = fit[KernelClass::reduction];
+    CHECK(r.floor_ns == doctest::Approx(truth[KernelClass::reduction].floor_ns));
+    CHECK(r.size_exponent == doctest::Approx(truth[KernelClass::reduction].size_exponent));
+    CHECK(r.scale == doctest::Approx(truth[KernelClass::reduction].scale).epsilon(1e-6));
+    // The weight gradients carry what the estimate missed, helpers included.
+    double wgrad_profiled = 0.0, wgrad_fitted = 0.0;
+    for (std::size_t i = 1; i < profiled.size(); i += 2) {
+        wgrad_profiled += profiled[i].duration_ns();
+        for (const KernelEstimate& k : estimates[i].kernels) wgrad_fitted += estimate_kernel(dev, k, fit).duration_ns;
+    }
+    CHECK(wgrad_fitted == doctest::Approx(wgrad_profiled).epsilon(1e-6));
 }
 
 TEST_CASE("fit_simulator recovers the kernel time scale and constants that made the measured rows") {

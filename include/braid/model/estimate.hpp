@@ -33,6 +33,12 @@ struct KernelEstimate {
     // The arithmetic the kernel's tiles do, padding included (a 16-channel
     // output in 64-wide tiles does four times its useful work); 0: `flops`.
     double tile_flops = 0.0;
+    // Launched by the library call beside its main kernels (a split-K
+    // reduction), not by the trainer: part of that call's run, whatever its
+    // class (calibrate.hpp, detail::attribute_kernels), and timed by the
+    // roofline alone, since calibrations fit the run's time to its main
+    // kernels.
+    bool library_helper = false;
 };
 
 struct OpEstimate {
@@ -170,6 +176,7 @@ inline double slot_fill(const DeviceSpec& dev, const KernelShape& shape) {
 
 inline KernelCost estimate_kernel(const DeviceSpec& dev, const KernelEstimate& k, const EstimateCalibration& c) {
     KernelCost cost = estimate_kernel(dev, k);  // checks the estimate; the memory-bound call
+    if (k.library_helper) return cost;         // no class's fit speaks for a library's helper
     const double roofline = roofline_ns(dev, k);
     if (const KernelClassFit* fit = c.time_fit(k.kind)) cost.duration_ns = std::max(1.0, fit->time_ns(roofline, c.reference_ns));
     const double fill = c[k.kind].fill(roofline);

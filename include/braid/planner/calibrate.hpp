@@ -245,30 +245,34 @@ struct KernelGroup {
 
 // Which profiled time each estimated kernel of an op answers for. An op
 // that calls a library (its estimates hold one run of convolution or GEMM
-// kernels) launches the library's kernels, helpers included (layout
-// transforms, split-K reductions: more than estimated), between its own
-// kernels, one launch each: the own kernels before that run take the first
-// profiled kernels' times one to one, those after it the last ones', and
-// the run shares what lies between. Without such a run, or with fewer
-// profiled kernels than estimated ones, or per-image launches, the op's
-// kernels share its whole time. Sharing a convolution op's time by
-// predicted times alone would hand the bias kernel beside a slow
-// convolution part of the convolution's time.
+// kernels and the helpers estimated with them, a split-K reduction)
+// launches the library's kernels, unlisted helpers included (layout
+// transforms: more than estimated), between its own kernels, one launch
+// each: the own kernels before that run take the first profiled kernels'
+// times one to one, those after it the last ones', and the run shares what
+// lies between (at least one kernel). Without such a run, with too few
+// profiled kernels for that, or per-image launches, the op's kernels share
+// its whole time. Sharing a convolution op's time by predicted times alone
+// would hand the bias kernel beside a slow convolution part of the
+// convolution's time; matching an estimated split-K reduction to a
+// profiled kernel as if the trainer launched it would hand it the time of
+// whatever the library launched last.
 inline std::vector<KernelGroup> attribute_kernels(std::span<const KernelEstimate> estimated, const OpCost& profiled) {
     const std::size_t m = estimated.size(), n = profiled.kernels.size();
     const std::vector<KernelGroup> whole{{0, m, profiled.duration_ns()}};
+    auto in_library = [](const KernelEstimate& e) { return library_launched(e.kind) || e.library_helper; };
     std::size_t first = m, last = 0;  // the library run [first, last)
     for (std::size_t k = 0; k < m; ++k)
-        if (library_launched(estimated[k].kind)) {
+        if (in_library(estimated[k])) {
             first = std::min(first, k);
             last = k + 1;
         }
-    if (first == m || n < m || profiled.launches_per_image != 0) return whole;
+    const std::size_t tail = m - last;  // own kernels after the run, matched to the last profiled ones
+    if (first == m || n < first + tail + 1 || profiled.launches_per_image != 0) return whole;
     for (std::size_t k = first; k < last; ++k)
-        if (!library_launched(estimated[k].kind)) return whole;
+        if (!in_library(estimated[k])) return whole;
     std::vector<KernelGroup> out;
     for (std::size_t k = 0; k < first; ++k) out.push_back({k, k + 1, profiled.kernels[k].duration_ns});
-    const std::size_t tail = m - last;  // own kernels after the run, matched to the last profiled ones
     double run = 0.0;
     for (std::size_t k = first; k < n - tail; ++k) run += profiled.kernels[k].duration_ns;
     out.push_back({first, last, run});
@@ -288,14 +292,18 @@ struct EstimateFitOptions {
 // Fits calibration.estimate from the nets that carry estimates, per kernel
 // class: each op's measured time is attributed to its estimated kernels
 // (detail::attribute_kernels: own kernels beside a library call take their
-// own profiled times) and shared within a group in proportion to their
-// predicted times; per class, the (floor, exponent)
-// pair on a grid whose kernels' times match their shares best in log terms,
-// with the scale that makes the class add up to its share exactly. Repeated, since the shares follow the fit. Classes no net
-// exercises stay unfitted (their fallback applies).
+// own profiled times; a library's estimated helpers take their roofline
+// time) and shared within a group in proportion to their predicted times;
+// per class, the (floor, exponent) pair on a grid whose kernels' times
+// match their shares best in log terms, with the scale that makes the class
+// add up to its share exactly. Repeated, since the shares follow the fit.
+// Classes no net exercises stay unfitted (their fallback applies).
 inline EstimateCalibration fit_estimates(std::span<const ProfiledNet> nets, const EstimateFitOptions& options = {}) {
+    // A library's helpers (split-K reductions) are charged their
+    // uncalibrated estimate, as estimate_kernel charges them, and teach no
+    // class: the library's time stays with its main kernels.
     struct FitOp {
-        double measured;
+        double measured;  // less the helpers' time
         std::vector<std::pair<std::size_t, double>> kernels;  // (class index, roofline ns)
     };
     std::vector<FitOp> ops;
@@ -309,11 +317,17 @@ inline EstimateCalibration fit_estimates(std::span<const ProfiledNet> nets, cons
         fitted_nets.push_back(n);
         for (std::size_t i = 0; i < net.profiled.size(); ++i)
             for (const detail::KernelGroup& g : detail::attribute_kernels((*net.estimates)[i].kernels, net.profiled[i])) {
-                FitOp op{g.measured_ns, {}};
+                double helpers = 0.0;
+                std::vector<std::pair<std::size_t, double>> kernels;
                 for (std::size_t k = g.first; k < g.last; ++k) {
                     const KernelEstimate& e = (*net.estimates)[i].kernels[k];
-                    op.kernels.emplace_back(index_of(e.kind), roofline_ns(net.device, e));
+                    if (e.library_helper)
+                        helpers += estimate_kernel(net.device, e).duration_ns;
+                    else
+                        kernels.emplace_back(index_of(e.kind), roofline_ns(net.device, e));
                 }
+                // At least half a run is its main kernels', whatever the helpers' estimate says.
+                FitOp op{std::max(g.measured_ns - helpers, 0.5 * g.measured_ns), std::move(kernels)};
                 if (op.measured > 0.0 && !op.kernels.empty()) ops.push_back(std::move(op));
             }
     }

@@ -14,9 +14,10 @@
 //
 //   bench-accuracy [--ops CSV] [FILE...]
 //
-// --ops CSV also writes, for every op of every net with estimates, what the
-// fit on every row estimates beside what the profile measured (one line per
-// op): where an estimate errs, op by op, for whoever studies a new model.
+// --ops CSV also writes, for every op of every net with estimates, what each
+// fit (on every row, and each held-out one) estimates beside what the
+// profile measured (one line per fit and op): where an estimate errs, op by
+// op, fitted or held out, for whoever studies a new model.
 //
 // FILEs: braid.measurements files (and braid.profile files, which inform the
 // estimate fit), as braid-calibrate takes them; by default the H200 data set
@@ -59,15 +60,13 @@ struct Worst {
     }
 };
 
-// One line per op of every net with estimates: the op, the class it is
-// filed under (its first estimated kernel's), the estimated kernels' launch
+// One line per op of every net with estimates: the fit (`all`, or
+// `without NET`), the op, the class it is filed under (its first estimated kernel's), the estimated kernels' launch
 // count, summed FLOPs (tile padding included), DRAM bytes and roofline
 // time, the first kernel's blocks, the estimate under `c`, and the
 // profile's kernel count, time and longest kernel.
-void write_op_table(const braid::CalibrationInputs& in, const braid::Calibration& c, std::ofstream& out,
-                    const std::string& path) {
-    out << "net,op,class,est_kernels,flops,tile_flops,dram_bytes,roofline_ns,first_blocks,est_ns,prof_kernels,prof_ns,"
-           "prof_longest\n";
+void write_op_table(const braid::CalibrationInputs& in, const braid::Calibration& c, const std::string& fit,
+                    std::ofstream& out, const std::string& path) {
     for (const braid::ProfiledNet& net : in.nets) {
         if (!net.estimates) continue;
         const braid::OpCosts est = braid::estimate_costs(net.device, *net.estimates, c.estimate);
@@ -89,7 +88,7 @@ void write_op_table(const braid::CalibrationInputs& in, const braid::Calibration
                     longest = k.shape.name.substr(0, k.shape.name.find('('));
                 }
             std::replace(longest.begin(), longest.end(), ',', ';');
-            out << fmt::format("{},{},{},{},{:.0f},{:.0f},{:.0f},{:.1f},{},{:.1f},{},{:.1f},{}\n", net.name,
+            out << fmt::format("{},{},{},{},{},{:.0f},{:.0f},{:.0f},{:.1f},{},{:.1f},{},{:.1f},{}\n", fit, net.name,
                                net.graph->op(static_cast<braid::OpId>(i)).name, braid::to_string(ks.front().kind),
                                ks.size(), flops, tile, bytes, roof, ks.front().shape.blocks(), est[i].duration_ns(),
                                net.profiled[i].kernels.size(), net.profiled[i].duration_ns(), longest);
@@ -122,6 +121,8 @@ int main(int argc, char** argv) {
             fmt::print(stderr, "bench-accuracy: cannot write --ops file '{}'\n", ops_csv);
             return 2;
         }
+        ops_out << "fit,net,op,class,est_kernels,flops,tile_flops,dram_bytes,roofline_ns,first_blocks,est_ns,"
+                   "prof_kernels,prof_ns,prof_longest\n";
     }
     const std::vector<std::string> files = args.empty() ? std::vector<std::string>{shipped_data} : args;
     const bool shipped = args.empty();
@@ -149,7 +150,7 @@ int main(int argc, char** argv) {
                    braid::samples::format_accuracy(fitted_rows));
         fmt::print("fitted on every row, isolated op times per kernel class:\n{}\n",
                    braid::samples::format_class_totals(in, all));
-        if (!ops_csv.empty()) write_op_table(in, all, ops_out, ops_csv);
+        if (!ops_csv.empty()) write_op_table(in, all, "all", ops_out, ops_csv);
 
         Worst fitted, held, none, shipped_fit;
         fitted.add(fitted_rows);
@@ -167,6 +168,7 @@ int main(int argc, char** argv) {
             fmt::print("fitted on {} only, predicting {}:\n{}\n", on, test, braid::samples::format_accuracy(rows));
             fmt::print("fitted on {} only, isolated op times per kernel class, every net:\n{}\n", on,
                        braid::samples::format_class_totals(in, c));
+            if (!ops_csv.empty()) write_op_table(in, c, "without " + test, ops_out, ops_csv);
         }
         if (builtin && !shipped) {
             const auto rows = braid::samples::accuracy_rows(in, *builtin);
