@@ -44,6 +44,15 @@ EstimateCalibration made_up_truth() {
     return truth;
 }
 
+// The fit of class `k` is the truth's: its floor and exponent on the grid,
+// its scale within `epsilon`.
+void check_fit_recovers(const EstimateCalibration& fit, const EstimateCalibration& truth, KernelClass k,
+                        double epsilon = 1e-6) {
+    CAPTURE(to_string(k));
+    CHECK(fit[k].floor_ns == doctest::Approx(truth[k].floor_ns));
+    CHECK(fit[k].size_exponent == doctest::Approx(truth[k].size_exponent));
+    CHECK(fit[k].scale == doctest::Approx(truth[k].scale).epsilon(epsilon));
+}
 std::vector<ProfiledNet> made_up_net(const OpGraph& g, const DeviceSpec& dev, const OpCosts& profiled,
                                      const std::vector<OpEstimate>& estimates) {
     std::vector<ProfiledNet> nets(1);
@@ -223,12 +232,7 @@ TEST_CASE("fit_estimates recovers the per-class fits that made the profiled time
     EstimateFitOptions options;
     options.rounds = 12;
     const EstimateCalibration fit = fit_estimates(nets, options);
-    for (KernelClass k : {KernelClass::conv_forward, KernelClass::elementwise}) {
-        CAPTURE(to_string(k));
-        CHECK(fit[k].floor_ns == doctest::Approx(truth[k].floor_ns));
-        CHECK(fit[k].size_exponent == doctest::Approx(truth[k].size_exponent));
-        CHECK(fit[k].scale == doctest::Approx(truth[k].scale).epsilon(1e-3));
-    }
+    for (KernelClass k : {KernelClass::conv_forward, KernelClass::elementwise}) check_fit_recovers(fit, truth, k, 1e-3);
     CHECK(!fit[KernelClass::gemm].fitted());  // never seen: not fitted
     // Per class, the profiled and estimated times added up: exact under the
     // truth, ops filed by their first kernel.
@@ -356,10 +360,7 @@ TEST_CASE("fit_estimates: a bias kernel beside a convolution the estimate misjud
     const OpGraph g = b.finalize();
     std::vector<ProfiledNet> nets = made_up_net(g, dev, profiled, estimates);
     const EstimateCalibration fit = fit_estimates(nets);
-    const KernelClassFit& ew = fit[KernelClass::elementwise];
-    CHECK(ew.floor_ns == doctest::Approx(truth[KernelClass::elementwise].floor_ns));
-    CHECK(ew.size_exponent == doctest::Approx(truth[KernelClass::elementwise].size_exponent));
-    CHECK(ew.scale == doctest::Approx(truth[KernelClass::elementwise].scale).epsilon(1e-6));
+    check_fit_recovers(fit, truth, KernelClass::elementwise);
     // The convolutions carry what the estimate missed, the transform included.
     double conv_profiled = 0.0, conv_fitted = 0.0;
     for (std::size_t i = 0; i < profiled.size(); ++i) {
@@ -369,7 +370,7 @@ TEST_CASE("fit_estimates: a bias kernel beside a convolution the estimate misjud
     CHECK(conv_fitted == doctest::Approx(conv_profiled).epsilon(1e-6));
 }
 
-TEST_CASE("fit_estimates: a library's split-K helper takes its share and teaches its class nothing") {
+TEST_CASE("fit_estimates: a library's split-K helper is charged its roofline time and teaches its class nothing") {
     const DeviceSpec& dev = find_device("h200");
     // Half the ops are the trainer's reductions, which run as the truth
     // says; the others a weight gradient estimated with a split-K
@@ -402,10 +403,7 @@ TEST_CASE("fit_estimates: a library's split-K helper takes its share and teaches
     const OpGraph g = b.finalize();
     std::vector<ProfiledNet> nets = made_up_net(g, dev, profiled, estimates);
     const EstimateCalibration fit = fit_estimates(nets);
-    const KernelClassFit& r = fit[KernelClass::reduction];
-    CHECK(r.floor_ns == doctest::Approx(truth[KernelClass::reduction].floor_ns));
-    CHECK(r.size_exponent == doctest::Approx(truth[KernelClass::reduction].size_exponent));
-    CHECK(r.scale == doctest::Approx(truth[KernelClass::reduction].scale).epsilon(1e-6));
+    check_fit_recovers(fit, truth, KernelClass::reduction);
     // The weight gradients carry what the estimate missed, helpers included.
     double wgrad_profiled = 0.0, wgrad_fitted = 0.0;
     for (std::size_t i = 1; i < profiled.size(); i += 2) {
