@@ -61,10 +61,11 @@ struct Worst {
 };
 
 // One line per op of every net with estimates: the fit (`all`, or
-// `without NET`), the op, the class it is filed under (its first estimated kernel's), the estimated kernels' launch
-// count, summed FLOPs (tile padding included), DRAM bytes and roofline
-// time, the first kernel's blocks, the estimate under `c`, and the
-// profile's kernel count, time and longest kernel.
+// `without NET`), the op, the class it is filed under (its first estimated
+// kernel's), the estimated kernels' launch count, summed FLOPs (tile
+// padding included), DRAM bytes and roofline time, the first kernel's
+// blocks, the estimate under `c`, and the profile's kernel count, time and
+// longest kernel.
 void write_op_table(const braid::CalibrationInputs& in, const braid::Calibration& c, const std::string& fit,
                     std::ofstream& out, const std::string& path) {
     for (const braid::ProfiledNet& net : in.nets) {
