@@ -4,10 +4,12 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_occupancy.h>
 
+#include "braid/model/conv_engine.hpp"
 #include "braid/model/device_json.hpp"
 #include "braid/model/device_table.hpp"
 #include "braid/model/estimate.hpp"
@@ -334,4 +336,44 @@ TEST_CASE("roofline estimates: compute, memory, wave quantisation, floor") {
 
     tiny.flops = -1;
     CHECK_THROWS_AS(estimate_kernel(dev, tiny, p), ModelError);
+}
+
+TEST_CASE("convolution engine families from kernel names") {
+    using F = ConvEngineFamily;
+    // Names as the H200 profiles recorded them (cuDNN 9.19, cuBLAS 13.1).
+    const std::vector<std::pair<std::string_view, F>> names{
+        {"void implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, false, false, true>", F::legacy},
+        {"void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>", F::legacy},
+        {"void wgrad_alg0_engine<float, 128, 5, 5, 3, 3, 3, false, 512>", F::legacy},
+        {"void cudnn::cnn::wgrad_alg1_engine<float, float, 128, 5, 5, 3, 3, 3, false, false>", F::legacy},
+        {"sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x32", F::tensor_core},
+        {"void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x128_32x3_tn_align4>", F::tensor_core},
+        {"_ZN17cutlass__5x_cudnn6KernelINS_4conv6kernel23ImplicitGemmConvolutionINS_10tfloat32_tE", F::tensor_core},
+        {"void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>", F::simt},
+        {"sm80_xmma_gemm_f32f32_f32f32_f32_nt_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4", F::simt},
+        {"void fft2d_r2c_32x32<float, false, 0u, false>", F::fft},
+        {"void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>", F::winograd},
+        {"void cudnn::engines_precompiled::nchwToNhwcKernel<float, float, float, false, true>", F::helper},
+        {"void cudnn::engines_precompiled::scalePackedTensor_kernel<float, float>", F::helper},
+        {"void cudnn::cnn::reduce_wgrad_nchw_helper<float, float>", F::helper},
+        {"void flip_filter<float, float>", F::helper},
+        {"braid::samples::cuda::(anonymous namespace)::bias_add_kernel(float*)", F::other},
+        {"void cudnn::pooling_fw_4d_kernel<float, float, cudnn::maxpooling_func<float>>", F::other},
+    };
+    for (const auto& [name, family] : names) {
+        CAPTURE(name);
+        CHECK(kernel_engine_family(name) == family);
+    }
+    // An op: transforms around a tensor-core GEMM take longer than it, yet
+    // the engine is the GEMM's; an FFT's complex GEMM (an FP32 "ffma" one)
+    // does not make it SIMT; no engine kernel at all is `other`.
+    const std::vector<NamedKernelTime> tc{{"nchwToNhwcKernel", 50.0}, {"cutlass_80_tensorop_s1688gemm", 40.0},
+                                          {"nhwcToNchwKernel", 45.0}};
+    CHECK(op_engine_family(tc) == F::tensor_core);
+    const std::vector<NamedKernelTime> fft{{"sm80_xmma_gemm_cf32cf32_ffma", 90.0}, {"fft2d_r2c_32x32", 10.0}};
+    CHECK(op_engine_family(fft) == F::fft);
+    const std::vector<NamedKernelTime> own{{"braid::bias_grad", 5.0}, {"scalePackedTensor_kernel", 1.0}};
+    CHECK(op_engine_family(own) == F::other);
+    CHECK(op_engine_family(OpCost{}) == F::other);
+    CHECK(to_string(F::tensor_core) == "tensor_core");
 }

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <utility>
 
 #include "braid/detail/json_reader.hpp"
+#include "braid/model/conv_engine.hpp"
 #include "braid/planner/calibrate.hpp"
 #include "braid/planner/calibration_json.hpp"
 #include "braid/planner/calibration_table.hpp"
@@ -130,6 +132,30 @@ TEST_CASE("kernel launches of a step: the profiles ran more than the estimates k
     CHECK(table.find("700 of 1036") != std::string::npos);
     CHECK(table.find("    normalization") != std::string::npos);  // differs: listed
     CHECK(table.find("    optimizer") == std::string::npos);      // agrees: not listed
+}
+
+TEST_CASE("the H200 profiles: every convolution names its engine family, and the nets' mixes differ") {
+    const CalibrationInputs& in = h200_inputs();
+    std::map<std::pair<std::string, ConvEngineFamily>, int> forward;  // (net, family): forward convolutions
+    for (const ProfiledNet& net : in.nets)
+        for (std::size_t i = 0; i < net.profiled.size(); ++i) {
+            const std::vector<KernelEstimate>& ks = (*net.estimates)[i].kernels;
+            const KernelClass kind = ks.empty() ? KernelClass::other : ks.front().kind;
+            if (kind != KernelClass::conv_forward && kind != KernelClass::conv_backward_data &&
+                kind != KernelClass::conv_backward_weight)
+                continue;
+            const ConvEngineFamily f = op_engine_family(net.profiled[i]);
+            CAPTURE(net.name);
+            CAPTURE(net.graph->op(static_cast<OpId>(i)).name);
+            CHECK(f != ConvEngineFamily::other);
+            if (kind == KernelClass::conv_forward) ++forward[{net.name, f}];
+        }
+    // What docs/calibration.md says: GoogLeNet's forward convolutions ran
+    // mostly on legacy engines, ResNet-50's mostly on tensor cores.
+    CHECK(forward[{"googlenet-noaux-b32", ConvEngineFamily::legacy}] >
+          2 * forward[{"googlenet-noaux-b32", ConvEngineFamily::tensor_core}]);
+    CHECK(forward[{"resnet50-b32", ConvEngineFamily::tensor_core}] >
+          2 * forward[{"resnet50-b32", ConvEngineFamily::legacy}]);
 }
 
 TEST_CASE("measurements files: errors name the file, the row and the field") {

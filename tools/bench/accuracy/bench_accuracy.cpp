@@ -38,6 +38,7 @@
 #include <fmt/ranges.h>
 
 #include "braid/error.hpp"
+#include "braid/model/conv_engine.hpp"
 #include "braid/planner/calibration_table.hpp"
 #include "train/calibration_run.hpp"
 
@@ -64,8 +65,8 @@ struct Worst {
 // `without NET`), the op, the class it is filed under (its first estimated
 // kernel's), the estimated kernels' launch count, summed FLOPs (tile
 // padding included), DRAM bytes and roofline time, the first kernel's
-// blocks, the estimate under `c`, and the profile's kernel count, time and
-// longest kernel.
+// blocks, the estimate under `c`, and the profile's kernel count, time,
+// longest kernel and engine family (model/conv_engine.hpp).
 void write_op_table(const braid::CalibrationInputs& in, const braid::Calibration& c, const std::string& fit,
                     std::ofstream& out, const std::string& path) {
     for (const braid::ProfiledNet& net : in.nets) {
@@ -89,10 +90,11 @@ void write_op_table(const braid::CalibrationInputs& in, const braid::Calibration
                     longest = k.shape.name.substr(0, k.shape.name.find('('));
                 }
             std::replace(longest.begin(), longest.end(), ',', ';');
-            out << fmt::format("{},{},{},{},{},{:.0f},{:.0f},{:.0f},{:.1f},{},{:.1f},{},{:.1f},{}\n", fit, net.name,
+            out << fmt::format("{},{},{},{},{},{:.0f},{:.0f},{:.0f},{:.1f},{},{:.1f},{},{:.1f},{},{}\n", fit, net.name,
                                net.graph->op(static_cast<braid::OpId>(i)).name, braid::to_string(ks.front().kind),
                                ks.size(), flops, tile, bytes, roof, ks.front().shape.blocks(), est[i].duration_ns(),
-                               net.profiled[i].kernels.size(), net.profiled[i].duration_ns(), longest);
+                               net.profiled[i].kernels.size(), net.profiled[i].duration_ns(), longest,
+                               braid::to_string(braid::op_engine_family(net.profiled[i])));
         }
     }
     out.flush();
@@ -123,7 +125,7 @@ int main(int argc, char** argv) {
             return 2;
         }
         ops_out << "fit,net,op,class,est_kernels,flops,tile_flops,dram_bytes,roofline_ns,first_blocks,est_ns,"
-                   "prof_kernels,prof_ns,prof_longest\n";
+                   "prof_kernels,prof_ns,prof_longest,prof_engine\n";
     }
     const std::vector<std::string> files = args.empty() ? std::vector<std::string>{shipped_data} : args;
     const bool shipped = args.empty();
