@@ -360,9 +360,9 @@ TEST_CASE("convolution engine families from kernel names") {
         {"braid::samples::cuda::(anonymous namespace)::bias_add_kernel(float*)", F::other},
         {"void cudnn::pooling_fw_4d_kernel<float, float, cudnn::maxpooling_func<float>>", F::other},
     };
-    for (const auto& [name, family] : names) {
-        CAPTURE(name);
-        CHECK(kernel_engine_family(name) == family);
+    for (const auto& named : names) {
+        CAPTURE(named.first);
+        CHECK(kernel_engine_family(named.first) == named.second);
     }
     // An op: transforms around a tensor-core GEMM take longer than it, yet
     // the engine is the GEMM's; an FFT's complex GEMM (an FP32 "ffma" one)
