@@ -67,6 +67,14 @@ std::string as_cpp(const braid::Calibration& c) {
                          num(f.floor_ns), num(f.size_exponent), num(f.fill_mid_ns), num(f.fill_width),
                          f.host_ns >= 0.0 ? ", " + num(f.host_ns) : std::string());
     }
+    for (braid::KernelClass k : braid::all_kernel_classes)
+        for (braid::ConvEngineFamily e : braid::all_engine_families) {
+            const braid::KernelClassFit& f = c.estimate.engine_fit(k, e);
+            if (f == braid::KernelClassFit{}) continue;  // what to_json leaves out too
+            s += fmt::format("    c.estimate.engine_fit(KernelClass::{}, ConvEngineFamily::{}) = {{{}, {}, {}, 0, 1{}}};\n",
+                             braid::to_string(k), braid::to_string(e), num(f.scale), num(f.floor_ns),
+                             num(f.size_exponent), f.host_ns >= 0.0 ? ", " + num(f.host_ns) : std::string());
+        }
     s += "    return c;\n";
     return s;
 }
@@ -132,13 +140,19 @@ int run(const Options& o) {
                c.sim.dispatch_latency_ns, c.sim.eager_dispatch_extra_ns, c.sim.event_latency_ns, c.sim.corun_slowdown,
                c.sim.launch_latency_ns, c.sim.op_host_ns, c.sim.record_latency_ns, c.sim.wait_latency_ns);
     fmt::print("  estimates (scale, floor ns, size exponent, GPU share at half-fill ns; host ns per op body, where "
-               "profiles timed bodies) per kernel class:\n");
+               "fitted) per kernel class and (class, engine family):\n");
     for (braid::KernelClass k : braid::all_kernel_classes) {
         const braid::KernelClassFit& f = c.estimate[k];
         if (f.fitted() || f.host_ns >= 0.0)
-            fmt::print("    {:<22} {:>7.3f} {:>7.0f} {:>6.2f} {:>9.0f}{}\n", braid::to_string(k), f.scale, f.floor_ns,
+            fmt::print("    {:<36} {:>7.3f} {:>7.0f} {:>6.2f} {:>9.0f}{}\n", braid::to_string(k), f.scale, f.floor_ns,
                        f.size_exponent, f.fill_mid_ns, f.host_ns >= 0.0 ? fmt::format(" {:>9.0f}", f.host_ns) : "");
     }
+    for (braid::KernelClass k : braid::all_kernel_classes)
+        for (braid::ConvEngineFamily e : braid::all_engine_families)
+            if (const braid::KernelClassFit& f = c.estimate.engine_fit(k, e); f.fitted() || f.host_ns >= 0.0)
+                fmt::print("    {:<36} {:>7.3f} {:>7.0f} {:>6.2f} {:>9}{}\n",
+                           fmt::format("{} on {}", braid::to_string(k), braid::to_string(e)), f.scale, f.floor_ns,
+                           f.size_exponent, "", f.host_ns >= 0.0 ? fmt::format(" {:>9.0f}", f.host_ns) : "");
     fmt::print("\n  calibration: {}  (braid-plan --calibration {})\n", o.out, o.out);
     return 0;
 }

@@ -67,6 +67,7 @@ braid::CalibrationInputs read_calibration_inputs(const std::vector<std::string>&
             net.profiled = braid::costs_from_profile(p, *net.graph, p.device);
             net.profiled_iteration_ns = braid::profiled_iteration_ns(p);
             net.launch_shapes = !p.durations_only;
+            braid::engine_families_from_profile(*est, net.profiled);
             net.estimates = std::move(est);
             all.nets.push_back(std::move(net));
             continue;

@@ -79,6 +79,7 @@ Calibration sample_calibration() {
     c.sim.op_host_ns = 3000;
     c.estimate[KernelClass::conv_forward] = {3.5, 2000, 0.7, 4096, 1.0};
     c.estimate[KernelClass::elementwise] = {2.0, 1500, 0.9, 0, 1.0};
+    c.estimate.engine_fit(KernelClass::conv_forward, ConvEngineFamily::legacy) = {14.0, 2500, 0.55};
     return c;
 }
 
@@ -164,6 +165,13 @@ TEST_CASE("a calibration file round-trips and says what is wrong with a bad one"
         {with(j, P("/estimates/classes/conv_forward/size_exponent"), 7), "$.estimates.classes.conv_forward.size_exponent: must be between 0.05 and 2"},
         {with(j, P("/estimates/classes/conv_forward/fill_width"), 0), "$.estimates.classes.conv_forward.fill_width: must be between"},
         {with(j, P("/estimates/classes/conv_forward/speed"), 1), "$.estimates.classes.conv_forward.speed: unknown field"},
+        {with(j, P("/estimates/engines/0/engine"), "other"), "$.estimates.engines[0].engine: 'other' is not an engine family a fit can be for (expected one of: legacy, tensor_core, simt, fft, winograd)"},
+        {with(j, P("/estimates/engines/0/engine"), "cudnn"), "$.estimates.engines[0].engine: 'cudnn' is not an engine family"},
+        {with(j, P("/estimates/engines/0/class"), "convolution"), "$.estimates.engines[0].class: unknown kernel class 'convolution'"},
+        {with(j, P("/estimates/engines/0/scale"), 0), "$.estimates.engines[0].scale: must be between 1e-09 and 1e+06"},
+        {with(j, P("/estimates/engines/0/fill_mid_ns"), 5), "$.estimates.engines[0].fill_mid_ns: unknown field"},
+        {with(j, P("/estimates/engines/1"), j["estimates"]["engines"][0]), "$.estimates.engines[1]: a second fit for conv_forward on legacy"},
+        {with(j, P("/estimates/engines"), {{"class", "gemm"}}), "$.estimates.engines: expected an array, got an object"},
         {with(j, P("/kernel_time_scale/graph"), 0), "$.kernel_time_scale.graph: must be between 0.1 and 10"},
         {with(j, P("/device/compute_capability"), "9"), "$.device.compute_capability: expected \"major.minor\""},
         {with(j, P("/device/sm_count"), 0), "$.device.sm_count: must be between 1 and 4096"},
@@ -282,6 +290,95 @@ TEST_CASE("fit_estimates recovers the per-class fits that made the profiled time
     nets[0].estimates->pop_back();
     CHECK(error_of([&] { (void)fit_estimates(nets); }) ==
           "fit_estimates: net 'made-up' has 59 op estimates but 60 profiled ops");
+}
+
+TEST_CASE("fit_estimates: kernels that name their engine family get that family's fit, the class's serves the rest") {
+    const DeviceSpec& dev = find_device("h200");
+    // Convolutions on two engines whose times per roofline nanosecond
+    // differ fourfold, as cuDNN's legacy and tensor-core engines do on the H200.
+    EstimateCalibration truth;
+    truth.engine_fit(KernelClass::conv_forward, ConvEngineFamily::legacy) = {12.0, 2000, 0.6};
+    truth.engine_fit(KernelClass::conv_forward, ConvEngineFamily::tensor_core) = {3.0, 1000, 0.75};
+    OpGraphBuilder b;
+    std::vector<OpEstimate> estimates;
+    OpCosts profiled;
+    for (int i = 0; i < 40; ++i) {
+        b.add_op({"op" + std::to_string(i), OpKind::forward, "", {}, {b.add_buffer("b" + std::to_string(i), 64)}, 0});
+        KernelEstimate conv = gemm_like(KernelClass::conv_forward, 1e7 * (1 + i * i), 200);
+        conv.engine = i % 2 ? ConvEngineFamily::legacy : ConvEngineFamily::tensor_core;
+        OpCost c;
+        c.kernels.push_back(estimate_kernel(dev, conv, truth));
+        profiled.push_back(c);
+        estimates.push_back({{conv}, 0});
+    }
+    const OpGraph g = b.finalize();
+    std::vector<ProfiledNet> nets = made_up_net(g, dev, profiled, estimates);
+    EstimateFitOptions options;
+    options.rounds = 3;
+    const EstimateCalibration fit = fit_estimates(nets, options);
+    for (ConvEngineFamily e : {ConvEngineFamily::legacy, ConvEngineFamily::tensor_core}) {
+        CAPTURE(to_string(e));
+        const KernelClassFit& got = fit.engine_fit(KernelClass::conv_forward, e);
+        const KernelClassFit& want = truth.engine_fit(KernelClass::conv_forward, e);
+        CHECK(got.floor_ns == doctest::Approx(want.floor_ns));
+        CHECK(got.size_exponent == doctest::Approx(want.size_exponent));
+        CHECK(got.scale == doctest::Approx(want.scale).epsilon(1e-6));
+    }
+    CHECK(!fit.engine_fit(KernelClass::conv_forward, ConvEngineFamily::simt).fitted());
+    // Every op's time, exactly, where the engine is named.
+    for (std::size_t i = 0; i < estimates.size(); ++i)
+        CHECK(estimate_kernel(dev, estimates[i].kernels[0], fit).duration_ns ==
+              doctest::Approx(profiled[i].duration_ns()).epsilon(1e-6));
+    // Without it (a planner that does not know what cuDNN chose) the class's
+    // fit applies: one curve between the two engines, the total right.
+    const std::vector<OpEstimate> blind = without_engine_families(estimates);
+    CHECK(fit.time_fit(KernelClass::conv_forward) == &fit[KernelClass::conv_forward]);
+    double fitted_total = 0.0, blind_total = 0.0;
+    for (std::size_t i = 0; i < estimates.size(); ++i) {
+        CHECK(blind[i].kernels[0].engine == ConvEngineFamily::other);
+        const double t = estimate_kernel(dev, blind[i].kernels[0], fit).duration_ns;
+        CHECK(t == doctest::Approx(fit[KernelClass::conv_forward].time_ns(roofline_ns(dev, blind[i].kernels[0]), fit.reference_ns)));
+        blind_total += t;
+        fitted_total += profiled[i].duration_ns();
+    }
+    CHECK(blind_total == doctest::Approx(fitted_total).epsilon(1e-6));
+    // Too few kernels of a family for a fit of their own: the class's only.
+    options.min_engine_kernels = 21;
+    const EstimateCalibration few = fit_estimates(nets, options);
+    CHECK(!few.engine_fit(KernelClass::conv_forward, ConvEngineFamily::legacy).fitted());
+    CHECK(few[KernelClass::conv_forward].fitted());
+}
+
+TEST_CASE("engine_families_from_profile: library kernels take the engine their profile ran, the trainer's own none") {
+    auto named = [](std::initializer_list<std::pair<const char*, double>> kernels) {
+        OpCost c;
+        for (const auto& k : kernels) c.kernels.push_back({{k.first, {1, 1, 1}, {32, 1, 1}}, k.second, 0.0});
+        return c;
+    };
+    KernelEstimate helper = gemm_like(KernelClass::reduction, 1e6, 10);
+    helper.library_helper = true;
+    std::vector<OpEstimate> estimates{
+        {{gemm_like(KernelClass::conv_forward, 1e9, 100), gemm_like(KernelClass::elementwise, 0, 100)}, 0},
+        {{gemm_like(KernelClass::conv_backward_weight, 1e9, 100), helper}, 0},
+        {{gemm_like(KernelClass::gemm, 1e9, 100)}, 0},
+        {{gemm_like(KernelClass::pooling_forward, 0, 100)}, 0},
+    };
+    const OpCosts profiled{
+        named({{"cudnn::ops::nchwToNhwcKernel", 2000}, {"implicit_convolve_sgemm", 40000}, {"braid::bias_forward", 3000}}),
+        named({{"sm90_xmma_wgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc", 30000}, {"cudnn::reduce_wgrad_kernel", 900}}),
+        named({{"cutlass_80_simt_sgemm_128x64_8x5_nn_align1", 5000}}),
+        named({{"braid::max_pool_forward", 5000}}),
+    };
+    engine_families_from_profile(estimates, profiled);
+    CHECK(estimates[0].kernels[0].engine == ConvEngineFamily::legacy);
+    CHECK(estimates[0].kernels[1].engine == ConvEngineFamily::other);  // the bias kernel is braid's
+    CHECK(estimates[1].kernels[0].engine == ConvEngineFamily::tensor_core);
+    CHECK(estimates[1].kernels[1].engine == ConvEngineFamily::other);  // a helper has no engine fit
+    CHECK(estimates[2].kernels[0].engine == ConvEngineFamily::simt);
+    CHECK(estimates[3].kernels[0].engine == ConvEngineFamily::other);
+    estimates.pop_back();
+    CHECK(error_of([&] { engine_families_from_profile(estimates, profiled); }) ==
+          "engine_families_from_profile: 3 op estimates but 4 profiled ops");
 }
 
 TEST_CASE("attribute_kernels: own kernels beside a library call answer for their own profiled times") {
@@ -548,4 +645,72 @@ TEST_CASE("timed op bodies: profiles predict eager runs with them, and fits lear
               (void)calibration_from_json(
                   with(to_json(file), nlohmann::json::json_pointer("/estimates/classes/conv_forward/host_ns"), -5));
           }).find("$.estimates.classes.conv_forward.host_ns: must be between 0 and") != std::string::npos);
+}
+
+TEST_CASE("timed op bodies per engine family: an estimate that names its engine takes that engine's host time") {
+    braid::testing::TestGraph t = braid::testing::inception_like(4);
+    const DeviceSpec& dev = find_device("h200");
+    // "Convolutions" (odd ops) on tensor-core engines cost the host 60 us a
+    // body under CUPTI, on legacy engines 30 us; the other ops 10 us.
+    auto engine_of = [](std::size_t i) { return i % 4 == 1 ? ConvEngineFamily::tensor_core : ConvEngineFamily::legacy; };
+    auto host_of = [&](std::size_t i) {
+        return i % 2 == 0 ? 10000.0 : engine_of(i) == ConvEngineFamily::tensor_core ? 60000.0 : 30000.0;
+    };
+    std::vector<ProfiledNet> nets{profiled_net("timed", t)};
+    std::vector<OpEstimate> estimates(t.costs.size());
+    for (std::size_t i = 0; i < t.costs.size(); ++i) {
+        const bool conv = i % 2 == 1;
+        nets[0].profiled[i].host_ns = host_of(i);
+        for (KernelCost& k : nets[0].profiled[i].kernels) k.duration_ns = 1000.0;
+        estimates[i].kernels.push_back(gemm_like(conv ? KernelClass::conv_forward : KernelClass::elementwise, 1e8, 200));
+        if (conv) estimates[i].kernels.back().engine = engine_of(i);
+    }
+    nets[0].estimates = estimates;
+    nets[0].profiled_iteration_ns = 1e9;
+    // "Measured": a plain run costs the host 0.6 of what CUPTI saw.
+    Calibration truth;
+    truth.cupti_host_scale = 0.6;
+    CalibrationRow row;
+    row.label = "serial eager";
+    row.plan = strategy::serial(t.graph, "h200");
+    row.mode = LaunchMode::eager;
+    row.measured_ms = {1.0};
+    row.measured_ms = {predict_rows(nets, std::span<const CalibrationRow>(&row, 1), truth, CostSource::profile)[0].predicted_ms};
+    SimFitOptions options;
+    options.rounds = 6;
+    const Calibration fit = fit_simulator(nets, std::span<const CalibrationRow>(&row, 1), Calibration{}, {}, options);
+    const double scale = fit.cupti_host_scale;
+    CHECK(scale == doctest::Approx(0.6).epsilon(0.03));
+    const EstimateCalibration& e = fit.estimate;
+    CHECK(e.engine_fit(KernelClass::conv_forward, ConvEngineFamily::tensor_core).host_ns == doctest::Approx(60000.0 * scale));
+    CHECK(e.engine_fit(KernelClass::conv_forward, ConvEngineFamily::legacy).host_ns == doctest::Approx(30000.0 * scale));
+    CHECK(e.engine_fit(KernelClass::conv_forward, ConvEngineFamily::simt).host_ns < 0.0);  // no op ran on it
+    CHECK(!e.engine_fit(KernelClass::conv_forward, ConvEngineFamily::tensor_core).fitted());  // the host time alone
+    // The class's is the mean over its ops, whatever their engines.
+    double conv_host = 0.0, conv_ops = 0.0;
+    for (std::size_t i = 1; i < t.costs.size(); i += 2) conv_host += host_of(i), conv_ops += 1.0;
+    CHECK(e[KernelClass::conv_forward].host_ns == doctest::Approx(scale * conv_host / conv_ops));
+    CHECK(e[KernelClass::elementwise].host_ns == doctest::Approx(10000.0 * scale));
+
+    // Estimated bodies cost what their engine's did; an estimate that names
+    // no engine takes its class's.
+    const OpCosts est = estimate_costs(dev, estimates, e);
+    for (std::size_t i = 0; i < est.size(); ++i) CHECK(est[i].host_ns == doctest::Approx(scale * host_of(i)));
+    const OpCosts blind = estimate_costs(dev, without_engine_families(estimates), e);
+    CHECK(blind[1].host_ns == e[KernelClass::conv_forward].host_ns);
+
+    // Host-only engine fits survive the file; a time fit comes whole.
+    Calibration file = sample_calibration();
+    file.estimate = e;
+    const nlohmann::json j = to_json(file);
+    CHECK(calibration_from_json(nlohmann::json::parse(j.dump())) == file);
+    nlohmann::json partial = j;
+    nlohmann::json& first = partial["estimates"]["engines"][0];
+    first.erase("host_ns");
+    first["scale"] = 2.0;
+    CHECK(error_of([&] { (void)calibration_from_json(partial); }) ==
+          "$.estimates.engines[0]: an engine fit's time needs 'floor_ns' too");
+    first.erase("scale");
+    CHECK(error_of([&] { (void)calibration_from_json(partial); }) ==
+          "$.estimates.engines[0]: an engine fit needs scale, floor_ns and size_exponent, or host_ns");
 }

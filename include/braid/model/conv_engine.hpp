@@ -3,14 +3,18 @@
 // nanosecond depends on the engine cuDNN chose far more than on its shape
 // (docs/calibration.md): its legacy FP32 engines took a median 19-23x their
 // roofline time in either network, its tensor-core ones 3.6-4.1x. The
-// family is what a calibration would have to know per convolution;
-// profiles name it, estimates do not (yet).
+// family is what a calibration fits per convolution class
+// (EstimateCalibration::engine_fit); profiles name it, and a backend that
+// chose the algorithms can tell estimates (KernelEstimate::engine).
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,6 +34,14 @@ enum class ConvEngineFamily : std::uint8_t {
     helper,       // what a library launches around its engine: layout transforms, split-K reductions
 };
 
+inline constexpr std::size_t engine_family_count = 7;
+
+inline constexpr std::array<ConvEngineFamily, engine_family_count> all_engine_families{
+    ConvEngineFamily::other,    ConvEngineFamily::legacy,   ConvEngineFamily::tensor_core, ConvEngineFamily::simt,
+    ConvEngineFamily::fft,      ConvEngineFamily::winograd, ConvEngineFamily::helper};
+
+constexpr std::size_t index_of(ConvEngineFamily f) noexcept { return static_cast<std::size_t>(f); }
+
 constexpr std::string_view to_string(ConvEngineFamily f) noexcept {
     switch (f) {
         case ConvEngineFamily::other: return "other";
@@ -41,6 +53,12 @@ constexpr std::string_view to_string(ConvEngineFamily f) noexcept {
         case ConvEngineFamily::helper: return "helper";
     }
     return "other";
+}
+
+inline std::optional<ConvEngineFamily> engine_family_from_string(std::string_view text) noexcept {
+    for (ConvEngineFamily f : all_engine_families)
+        if (to_string(f) == text) return f;
+    return std::nullopt;
 }
 
 // The family of one kernel, from its (demangled or mangled) name; the

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "braid/error.hpp"
+#include "braid/model/conv_engine.hpp"
 #include "braid/model/cost.hpp"
 #include "braid/model/device_spec.hpp"
 #include "braid/model/kernel.hpp"
@@ -39,6 +40,11 @@ struct KernelEstimate {
     // roofline alone, since calibrations fit the run's time to its main
     // kernels.
     bool library_helper = false;
+    // The family of engine the library runs this kernel on, where it is
+    // known: the algorithm a backend chose, or the kernels a profile of it
+    // named (engine_families_from_profile). `other`: unknown; the class's
+    // fit applies, whatever engine runs it.
+    ConvEngineFamily engine = ConvEngineFamily::other;
 };
 
 struct OpEstimate {
@@ -131,16 +137,32 @@ struct KernelClassFit {
     friend bool operator==(const KernelClassFit&, const KernelClassFit&) = default;
 };
 
+// A class's fit covers every kernel filed under it; where the calibration
+// also has a fit for the class's kernels on one engine family (a
+// convolution's legacy FP32 engines take five times the time per roofline
+// nanosecond its tensor-core engines take), kernels whose estimate names
+// that family take that fit's time instead, and an op body whose first
+// kernel names it costs the host that fit's host time where it has one
+// (engines differ in the host work of a call: layout transforms, plans).
+// An engine fit's slot share is not used: that stays the class's.
 struct EstimateCalibration {
     double reference_ns = 10000.0;
     std::array<KernelClassFit, kernel_class_count> classes{};
+    std::array<std::array<KernelClassFit, engine_family_count>, kernel_class_count> engines{};
 
     KernelClassFit& operator[](KernelClass c) noexcept { return classes[index_of(c)]; }
     const KernelClassFit& operator[](KernelClass c) const noexcept { return classes[index_of(c)]; }
+    KernelClassFit& engine_fit(KernelClass c, ConvEngineFamily e) noexcept { return engines[index_of(c)][index_of(e)]; }
+    const KernelClassFit& engine_fit(KernelClass c, ConvEngineFamily e) const noexcept {
+        return engines[index_of(c)][index_of(e)];
+    }
 
-    // The time fit that applies to `c`, following fallbacks (kernel_class.hpp);
-    // nullptr when none of them was fitted.
-    const KernelClassFit* time_fit(KernelClass c) const noexcept {
+    // The time fit that applies to a kernel of class `c` on engine family
+    // `e`: the class's fit for that family where there is one, else the
+    // class's, following fallbacks (kernel_class.hpp); nullptr when none of
+    // them was fitted.
+    const KernelClassFit* time_fit(KernelClass c, ConvEngineFamily e = ConvEngineFamily::other) const noexcept {
+        if (e != ConvEngineFamily::other && engine_fit(c, e).fitted()) return &engine_fit(c, e);
         for (std::optional<KernelClass> k = c; k; k = fallback_of(*k))
             if ((*this)[*k].fitted()) return &(*this)[*k];
         return nullptr;
@@ -150,9 +172,11 @@ struct EstimateCalibration {
             if (f.fitted()) return true;
         return false;
     }
-    // The host time of an op body filed under `c`, following fallbacks; < 0
-    // when none of them has one.
-    double host_ns(KernelClass c) const noexcept {
+    // The host time of an op body filed under `c` on engine family `e`: the
+    // engine fit's where it has one, else the class's, following fallbacks;
+    // < 0 when none of them has one.
+    double host_ns(KernelClass c, ConvEngineFamily e = ConvEngineFamily::other) const noexcept {
+        if (e != ConvEngineFamily::other && engine_fit(c, e).host_ns >= 0.0) return engine_fit(c, e).host_ns;
         for (std::optional<KernelClass> k = c; k; k = fallback_of(*k))
             if ((*this)[*k].host_ns >= 0.0) return (*this)[*k].host_ns;
         return -1.0;
@@ -178,7 +202,7 @@ inline KernelCost estimate_kernel(const DeviceSpec& dev, const KernelEstimate& k
     KernelCost cost = estimate_kernel(dev, k);  // checks the estimate; the memory-bound call
     if (k.library_helper) return cost;         // no class's fit speaks for a library's helper
     const double roofline = roofline_ns(dev, k);
-    if (const KernelClassFit* fit = c.time_fit(k.kind)) cost.duration_ns = std::max(1.0, fit->time_ns(roofline, c.reference_ns));
+    if (const KernelClassFit* fit = c.time_fit(k.kind, k.engine)) cost.duration_ns = std::max(1.0, fit->time_ns(roofline, c.reference_ns));
     const double fill = c[k.kind].fill(roofline);
     if (fill > 0.0) {
         const Occupancy o = occupancy(dev, k.shape);
@@ -214,7 +238,7 @@ inline OpCosts estimate_costs(const DeviceSpec& dev, std::span<const OpEstimate>
         OpCost cost;
         cost.launches_per_image = op.launches_per_image;
         for (const KernelEstimate& k : op.kernels) cost.kernels.push_back(estimate_kernel(dev, k, c));
-        if (!op.kernels.empty()) cost.host_ns = c.host_ns(op.kernels.front().kind);
+        if (!op.kernels.empty()) cost.host_ns = c.host_ns(op.kernels.front().kind, op.kernels.front().engine);
         out.push_back(std::move(cost));
     }
     return out;

@@ -33,6 +33,7 @@
 
 #include "braid/error.hpp"
 #include "braid/graph/op_graph.hpp"
+#include "braid/model/conv_engine.hpp"
 #include "braid/model/cost.hpp"
 #include "braid/model/device_spec.hpp"
 #include "braid/model/estimate.hpp"
@@ -282,11 +283,38 @@ inline std::vector<KernelGroup> attribute_kernels(std::span<const KernelEstimate
 
 }  // namespace detail
 
+// Names the engine family each library-launched kernel of `estimates` ran
+// on, from the profile of the same graph (op_engine_family of each op's
+// profiled kernels): what the library chose, as a backend that made the
+// choice knows it before it runs. Helpers and the trainer's own kernels
+// stay `other`.
+inline void engine_families_from_profile(std::vector<OpEstimate>& estimates, const OpCosts& profiled) {
+    if (estimates.size() != profiled.size())
+        throw ModelError("engine_families_from_profile: " + std::to_string(estimates.size()) + " op estimates but " +
+                         std::to_string(profiled.size()) + " profiled ops");
+    for (std::size_t i = 0; i < estimates.size(); ++i) {
+        const ConvEngineFamily family = op_engine_family(profiled[i]);
+        for (KernelEstimate& k : estimates[i].kernels)
+            k.engine = library_launched(k.kind) && !k.library_helper ? family : ConvEngineFamily::other;
+    }
+}
+
+// The same estimates with no engine family named: what a planner without
+// the backend's choices estimates.
+inline std::vector<OpEstimate> without_engine_families(std::vector<OpEstimate> estimates) {
+    for (OpEstimate& op : estimates)
+        for (KernelEstimate& k : op.kernels) k.engine = ConvEngineFamily::other;
+    return estimates;
+}
+
 struct EstimateFitOptions {
     std::vector<double> floors_ns{0, 250, 500, 750, 1000, 1500, 2000, 2500, 3000, 4000, 6000, 8000, 12000};
     std::vector<double> exponents{0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1};
     double reference_ns = 10000.0;
     int rounds = 6;
+    // A class's kernels on one engine family get a fit of their own when
+    // the profiles hold at least this many of them.
+    std::size_t min_engine_kernels = 8;
 };
 
 // Fits calibration.estimate from the nets that carry estimates, per kernel
@@ -296,15 +324,22 @@ struct EstimateFitOptions {
 // time) and shared within a group in proportion to their predicted times;
 // per class, the (floor, exponent) pair on a grid whose kernels' times
 // match their shares best in log terms, with the scale that makes the class
-// add up to its share exactly. Repeated, since the shares follow the fit.
-// Classes no net exercises stay unfitted (their fallback applies).
+// add up to its share exactly. The same again per (class, engine family)
+// for kernels whose estimates name their family, where there are enough of
+// them. Repeated, since the shares follow the fit. Classes no net
+// exercises stay unfitted (their fallback applies).
 inline EstimateCalibration fit_estimates(std::span<const ProfiledNet> nets, const EstimateFitOptions& options = {}) {
     // A library's helpers (split-K reductions) are charged their
     // uncalibrated estimate, as estimate_kernel charges them, and teach no
     // class: the library's time stays with its main kernels.
+    struct FitKernel {
+        std::size_t cls;
+        ConvEngineFamily engine;
+        double roofline;
+    };
     struct FitOp {
         double measured;  // less the helpers' time
-        std::vector<std::pair<std::size_t, double>> kernels;  // (class index, roofline ns)
+        std::vector<FitKernel> kernels;
     };
     std::vector<FitOp> ops;
     std::vector<std::size_t> fitted_nets;
@@ -318,13 +353,13 @@ inline EstimateCalibration fit_estimates(std::span<const ProfiledNet> nets, cons
         for (std::size_t i = 0; i < net.profiled.size(); ++i)
             for (const detail::KernelGroup& g : detail::attribute_kernels((*net.estimates)[i].kernels, net.profiled[i])) {
                 double helpers = 0.0;
-                std::vector<std::pair<std::size_t, double>> kernels;
+                std::vector<FitKernel> kernels;
                 for (std::size_t k = g.first; k < g.last; ++k) {
                     const KernelEstimate& e = (*net.estimates)[i].kernels[k];
                     if (e.library_helper)
                         helpers += estimate_kernel(net.device, e).duration_ns;
                     else
-                        kernels.emplace_back(index_of(e.kind), roofline_ns(net.device, e));
+                        kernels.push_back({index_of(e.kind), e.engine, roofline_ns(net.device, e)});
                 }
                 // At least half a run is its main kernels', whatever the helpers' estimate says.
                 FitOp op{std::max(g.measured_ns - helpers, 0.5 * g.measured_ns), std::move(kernels)};
@@ -337,47 +372,63 @@ inline EstimateCalibration fit_estimates(std::span<const ProfiledNet> nets, cons
     fit.reference_ns = options.reference_ns;
     constexpr std::size_t n = kernel_class_count;
     for (const FitOp& op : ops)
-        for (const auto& [cls, roof] : op.kernels) {
-            fit.classes[cls].scale = 1.0;
-            fit.classes[cls].size_exponent = 0.7;
+        for (const FitKernel& k : op.kernels) {
+            fit.classes[k.cls].scale = 1.0;
+            fit.classes[k.cls].size_exponent = 0.7;
         }
     const double ref = fit.reference_ns;
+    // The fit a kernel's share follows: its engine's where fitted, else its class's.
+    auto time_of = [&](const FitKernel& k) {
+        const KernelClassFit& e = fit.engines[k.cls][index_of(k.engine)];
+        return std::max(1.0, (e.fitted() ? e : fit.classes[k.cls]).time_ns(k.roofline, ref));
+    };
+    // The grid point (and its scale) whose times match the (roofline,
+    // share) entries best in log terms; `out` keeps its other fields.
+    auto fit_shape = [&](const std::vector<std::pair<double, double>>& entries, KernelClassFit& out) {
+        double share = 0.0;
+        for (const auto& [roof, sh] : entries) share += sh;
+        const double count = static_cast<double>(entries.size());
+        double best_error = std::numeric_limits<double>::infinity();
+        for (double floor_ns : options.floors_ns)
+            for (double exponent : options.exponents) {
+                double sum = 0.0;
+                for (const auto& [roof, sh] : entries) sum += ref * std::pow(roof / ref, exponent);
+                const double scale = (share - count * floor_ns) / sum;
+                if (!(scale > 1e-6) || !std::isfinite(scale)) continue;
+                KernelClassFit trial = out;
+                trial.floor_ns = floor_ns;
+                trial.size_exponent = exponent;
+                trial.scale = scale;
+                // Every kernel counts alike: the scale already makes the
+                // total right, the shape must fit small and large.
+                double error = 0.0;
+                for (const auto& [roof, sh] : entries) {
+                    const double e = std::log(std::max(1.0, trial.time_ns(roof, ref)) / sh);
+                    error += e * e;
+                }
+                if (error < best_error) {
+                    best_error = error;
+                    out = trial;
+                }
+            }
+    };
     for (int round = 0; round < options.rounds; ++round) {
         std::array<std::vector<std::pair<double, double>>, n> entries;  // per class: (roofline, share)
+        std::array<std::array<std::vector<std::pair<double, double>>, engine_family_count>, n> per_engine;
         for (const FitOp& op : ops) {
             double total = 0.0;
-            for (const auto& [cls, roof] : op.kernels) total += std::max(1.0, fit.classes[cls].time_ns(roof, ref));
-            for (const auto& [cls, roof] : op.kernels)
-                entries[cls].emplace_back(roof, op.measured * std::max(1.0, fit.classes[cls].time_ns(roof, ref)) / total);
+            for (const FitKernel& k : op.kernels) total += time_of(k);
+            for (const FitKernel& k : op.kernels) {
+                const std::pair<double, double> entry{k.roofline, op.measured * time_of(k) / total};
+                entries[k.cls].push_back(entry);
+                if (k.engine != ConvEngineFamily::other) per_engine[k.cls][index_of(k.engine)].push_back(entry);
+            }
         }
         for (std::size_t c = 0; c < n; ++c) {
-            if (entries[c].empty()) continue;
-            double share = 0.0;
-            for (const auto& [roof, sh] : entries[c]) share += sh;
-            const double count = static_cast<double>(entries[c].size());
-            double best_error = std::numeric_limits<double>::infinity();
-            for (double floor_ns : options.floors_ns)
-                for (double exponent : options.exponents) {
-                    double sum = 0.0;
-                    for (const auto& [roof, sh] : entries[c]) sum += ref * std::pow(roof / ref, exponent);
-                    const double scale = (share - count * floor_ns) / sum;
-                    if (!(scale > 1e-6) || !std::isfinite(scale)) continue;
-                    KernelClassFit trial = fit.classes[c];
-                    trial.floor_ns = floor_ns;
-                    trial.size_exponent = exponent;
-                    trial.scale = scale;
-                    // Every kernel counts alike: the scale already makes the
-                    // class's total right, the shape must fit small and large.
-                    double error = 0.0;
-                    for (const auto& [roof, sh] : entries[c]) {
-                        const double e = std::log(std::max(1.0, trial.time_ns(roof, ref)) / sh);
-                        error += e * e;
-                    }
-                    if (error < best_error) {
-                        best_error = error;
-                        fit.classes[c] = trial;
-                    }
-                }
+            if (!entries[c].empty()) fit_shape(entries[c], fit.classes[c]);
+            for (std::size_t e = 0; e < engine_family_count; ++e)
+                if (per_engine[c][e].size() >= std::max<std::size_t>(options.min_engine_kernels, 1))
+                    fit_shape(per_engine[c][e], fit.engines[c][e]);
         }
     }
 
@@ -490,8 +541,9 @@ inline OpCosts row_costs(const ProfiledNet& net, CostSource source, const Calibr
 
 // Fits the kernel time scales and simulator constants of `start` to `rows`
 // (indices `fit_rows` into them, all when empty), predicting from profiled
-// costs. The estimate part of `start` is kept, except the per-class host
-// times, which come from the fitted nets' timed bodies when they have any.
+// costs. The estimate part of `start` is kept, except the host times per
+// class and per (class, engine family), which come from the fitted nets'
+// timed bodies when they have any.
 inline Calibration fit_simulator(std::span<const ProfiledNet> nets, std::span<const CalibrationRow> rows,
                                  Calibration start, std::vector<std::size_t> fit_rows = {},
                                  const SimFitOptions& options = {}) {
@@ -574,20 +626,42 @@ inline Calibration fit_simulator(std::span<const ProfiledNet> nets, std::span<co
     }
     // Profiles that timed their bodies on the host say it per op: an
     // estimated op body costs the mean of its class's (the class of its
-    // first kernel) over the fitted nets, as a plain run sees it.
-    std::array<double, kernel_class_count> host_sum{}, host_count{};
+    // first kernel) over the fitted nets, as a plain run sees it, and the
+    // mean of its (class, engine family)'s where its estimate names one
+    // (cuDNN's engines differ in what a call costs the host, not only in
+    // how many kernels it launches).
+    //
+    // Profiles that did not time bodies leave the per-launch cost alone.
+    // Charging an estimated body that cost times its class's (or engine's)
+    // profiled launch count was tried on the H200 data set and predicted
+    // worse: the fitted nets' costs per launch differ (docs/calibration.md).
+    struct HostTally {
+        double sum = 0.0, ops = 0.0;
+        double mean(double scale) const { return ops > 0.0 ? scale * sum / ops : -1.0; }
+    };
+    std::array<HostTally, kernel_class_count> class_host{};
+    std::array<std::array<HostTally, engine_family_count>, kernel_class_count> engine_host{};
     for (std::size_t n = 0; n < nets.size(); ++n) {
         if (!fitted[n] || !nets[n].estimates || nets[n].estimates->size() != nets[n].profiled.size()) continue;
         for (std::size_t i = 0; i < nets[n].profiled.size(); ++i) {
             const std::vector<KernelEstimate>& ks = (*nets[n].estimates)[i].kernels;
-            if (ks.empty() || !(nets[n].profiled[i].host_ns >= 0.0)) continue;
-            host_sum[index_of(ks.front().kind)] += nets[n].profiled[i].host_ns;
-            host_count[index_of(ks.front().kind)] += 1.0;
+            const double host = nets[n].profiled[i].host_ns;
+            if (ks.empty() || !(host >= 0.0)) continue;
+            const std::size_t k = index_of(ks.front().kind);
+            class_host[k].sum += host;
+            class_host[k].ops += 1.0;
+            if (ks.front().engine != ConvEngineFamily::other) {
+                engine_host[k][index_of(ks.front().engine)].sum += host;
+                engine_host[k][index_of(ks.front().engine)].ops += 1.0;
+            }
         }
     }
     const double host_scale = c.cupti_host_scale > 0.0 ? c.cupti_host_scale : 1.0;
-    for (std::size_t k = 0; k < kernel_class_count; ++k)
-        if (host_count[k] > 0.0) c.estimate.classes[k].host_ns = host_scale * host_sum[k] / host_count[k];
+    for (std::size_t k = 0; k < kernel_class_count; ++k) {
+        if (class_host[k].ops > 0.0) c.estimate.classes[k].host_ns = class_host[k].mean(host_scale);
+        for (std::size_t e = 0; e < engine_family_count; ++e)
+            c.estimate.engines[k][e].host_ns = engine_host[k][e].mean(host_scale);
+    }
     return c;
 }
 

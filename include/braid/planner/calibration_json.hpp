@@ -16,6 +16,7 @@
 
 #include "braid/detail/json_reader.hpp"
 #include "braid/error.hpp"
+#include "braid/model/conv_engine.hpp"
 #include "braid/model/kernel_class.hpp"
 #include "braid/planner/calibration.hpp"
 #include "braid/sim/program_check.hpp"
@@ -99,11 +100,28 @@ inline nlohmann::json to_json(const EstimateCalibration& c) {
              {"fill_width", f.fill_width}};
         if (f.host_ns >= 0.0) j["host_ns"] = f.host_ns;
     }
-    return {{"reference_ns", c.reference_ns}, {"classes", classes}};
+    // Engine fits: their time parameters and host time, the ones that apply.
+    nlohmann::json engines = nlohmann::json::array();
+    for (KernelClass k : all_kernel_classes)
+        for (ConvEngineFamily e : all_engine_families) {
+            const KernelClassFit& f = c.engine_fit(k, e);
+            if (!f.fitted() && f.host_ns < 0.0) continue;
+            nlohmann::json j{{"class", std::string(to_string(k))}, {"engine", std::string(to_string(e))}};
+            if (f.fitted()) {
+                j["scale"] = f.scale;
+                j["floor_ns"] = f.floor_ns;
+                j["size_exponent"] = f.size_exponent;
+            }
+            if (f.host_ns >= 0.0) j["host_ns"] = f.host_ns;
+            engines.push_back(std::move(j));
+        }
+    nlohmann::json out{{"reference_ns", c.reference_ns}, {"classes", classes}};
+    if (!engines.empty()) out["engines"] = engines;
+    return out;
 }
 
 inline EstimateCalibration estimate_calibration_from_json(const detail::JsonReader& r) {
-    r.allow_only({"reference_ns", "classes"});
+    r.allow_only({"reference_ns", "classes", "engines"});
     EstimateCalibration c;
     auto bounded = [](const detail::JsonReader& in, const char* field, double fallback, double lo, double hi) {
         const double v = in.get_or<double>(field, fallback);
@@ -129,6 +147,38 @@ inline EstimateCalibration estimate_calibration_from_json(const detail::JsonRead
             f.size_exponent = bounded(v, "size_exponent", 1.0, 0.05, 2.0);
             f.fill_mid_ns = bounded(v, "fill_mid_ns", 0.0, 0.0, 1e9);
             f.fill_width = bounded(v, "fill_width", 1.0, 0.05, 64.0);
+            if (v.find("host_ns")) f.host_ns = bounded(v, "host_ns", -1.0, 0.0, 1e9);
+        }
+    }
+    if (auto engines = r.find("engines")) {
+        for (std::size_t i = 0; i < engines->size(); ++i) {
+            const detail::JsonReader v = (*engines)[i];
+            v.allow_only({"class", "engine", "scale", "floor_ns", "size_exponent", "host_ns"});
+            const std::string class_name = v.get<std::string>("class");
+            const auto k = kernel_class_from_string(class_name);
+            if (!k) v.at("class").fail("unknown kernel class '" + class_name + "'");
+            const std::string engine_name = v.get<std::string>("engine");
+            const auto e = engine_family_from_string(engine_name);
+            if (!e || *e == ConvEngineFamily::other || *e == ConvEngineFamily::helper) {
+                std::string list;
+                for (ConvEngineFamily x : all_engine_families)
+                    if (x != ConvEngineFamily::other && x != ConvEngineFamily::helper)
+                        list += (list.empty() ? "" : ", ") + std::string(to_string(x));
+                v.at("engine").fail("'" + engine_name + "' is not an engine family a fit can be for (expected one of: " +
+                                    list + ")");
+            }
+            KernelClassFit& f = c.engine_fit(*k, *e);
+            if (f != KernelClassFit{}) v.fail("a second fit for " + class_name + " on " + engine_name);
+            // A time fit is its three parameters together; the host time may stand alone.
+            const bool time = v.find("scale") || v.find("floor_ns") || v.find("size_exponent");
+            if (!time && !v.find("host_ns")) v.fail("an engine fit needs scale, floor_ns and size_exponent, or host_ns");
+            if (time) {
+                for (const char* field : {"scale", "floor_ns", "size_exponent"})
+                    if (!v.find(field)) v.fail(std::string("an engine fit's time needs '") + field + "' too");
+                f.scale = bounded(v, "scale", 0.0, 1e-9, 1e6);
+                f.floor_ns = bounded(v, "floor_ns", 0.0, 0.0, 1e9);
+                f.size_exponent = bounded(v, "size_exponent", 1.0, 0.05, 2.0);
+            }
             if (v.find("host_ns")) f.host_ns = bounded(v, "host_ns", -1.0, 0.0, 1e9);
         }
     }

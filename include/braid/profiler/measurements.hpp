@@ -160,8 +160,9 @@ inline std::vector<MeasuredRow> rows_to_measure(const std::string& profile_file,
 // profile (its embedded graph and costs on the profile's device), one
 // CalibrationRow per row (serial and nimble plans made from the graph, plan
 // files loaded against it). `estimates`, when given, returns the estimates
-// of a row's network (nullopt: unknown); `nets` then carry them. Errors name
-// the row and the file.
+// of a row's network (nullopt: unknown); `nets` then carry them, each
+// library kernel naming the engine family its profile ran
+// (engine_families_from_profile). Errors name the row and the file.
 struct CalibrationInputs {
     std::vector<std::unique_ptr<OpGraph>> graphs;  // owned; nets point into them
     std::vector<ProfiledNet> nets;
@@ -211,6 +212,7 @@ inline CalibrationInputs calibration_inputs(const MeasurementSet& m, const Estim
             net.profiled_iteration_ns = profiled_iteration_ns(p);
             net.launch_shapes = !p.durations_only;
             if (estimates) net.estimates = named([&] { return estimates(row, *net.graph); });
+            if (net.estimates) named([&] { engine_families_from_profile(*net.estimates, net.profiled); });
             in.nets.push_back(std::move(net));
         } else if (const MeasuredRow& first = m.rows[network_of[profile_path]]; first.network != row.network) {
             // One profile, one network: rows that disagree on it cannot both be right.
