@@ -93,11 +93,12 @@ TEST_CASE("predicted against measured on the H200, with the built-in calibration
     const Calibration c = *builtin_calibration(in.nets.front().device);
     const std::vector<samples::AccuracyRow> rows = samples::accuracy_rows(in, c);
     REQUIRE(rows.size() == in.rows.size());
-    double worst_profile = 0.0, worst_estimate = 0.0, graph_profile = 0.0;
+    double worst_profile = 0.0, worst_estimate = 0.0, graph_profile = 0.0, mean_estimate = 0.0;
     for (const samples::AccuracyRow& r : rows) {
         worst_profile = std::max(worst_profile, std::abs(r.profile_error_pct()));
         REQUIRE(r.estimate_error_pct());
         worst_estimate = std::max(worst_estimate, std::abs(*r.estimate_error_pct()));
+        mean_estimate += std::abs(*r.estimate_error_pct()) / static_cast<double>(rows.size());
         // Graph mode at batch 32, where concurrency and the calibration matter most.
         if (r.mode == "graph" && r.net.find("-b32") != std::string::npos)
             graph_profile = std::max(graph_profile, std::abs(r.profile_error_pct()));
@@ -108,6 +109,8 @@ TEST_CASE("predicted against measured on the H200, with the built-in calibration
     CHECK(graph_profile <= 6.0);
     CHECK(worst_profile <= 14.0);
     CHECK(worst_estimate <= 24.0);
+    // Engine-family fits brought the mean from 9.6 % to 6.1 %.
+    CHECK(mean_estimate <= 6.5);
 }
 
 TEST_CASE("kernel launches of a step: the profiles ran more than the estimates know (docs/calibration.md)") {

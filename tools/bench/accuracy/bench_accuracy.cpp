@@ -10,7 +10,11 @@
 // the profiles' (where a fit that holds for one network fails the other),
 // then `key: value` lines. sim_error_pct_max_profile and _estimate are the
 // worst |predicted / measured - 1| over the fitted rows and the held-out
-// rows together.
+// rows together. Estimates name the engine family each convolution and
+// GEMM ran on (its profile's, as the backend that chose the algorithms
+// knows it before planning), so a calibration's per-engine fits apply;
+// sim_error_pct_max_estimate_blind is the same worst with the class fits
+// alone (a planner that does not know the engines).
 //
 //   bench-accuracy [--ops CSV] [FILE...]
 //
@@ -101,6 +105,13 @@ void write_op_table(const braid::CalibrationInputs& in, const braid::Calibration
     if (!out) throw braid::Error("writing --ops file '" + path + "' failed");
 }
 
+// The calibration without its per-engine fits: every kernel takes its
+// class's fit, as when estimates name no engine.
+braid::Calibration blind(braid::Calibration c) {
+    c.estimate.engines = {};
+    return c;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,8 +166,9 @@ int main(int argc, char** argv) {
                    braid::samples::format_class_totals(in, all));
         if (!ops_csv.empty()) write_op_table(in, all, "all", ops_out, ops_csv);
 
-        Worst fitted, held, none, shipped_fit;
+        Worst fitted, held, none, shipped_fit, blind_rows;
         fitted.add(fitted_rows);
+        blind_rows.add(braid::samples::accuracy_rows(in, blind(all)));
         // Each network with measured rows held out in turn (a profile alone has nothing to predict).
         const std::vector<std::string> groups = braid::samples::net_groups(in);
         for (const std::string& test : groups) {
@@ -167,6 +179,7 @@ int main(int argc, char** argv) {
             const braid::Calibration c = braid::samples::fit_calibration(in, train);
             const auto rows = braid::samples::accuracy_rows(in, c, {test});
             held.add(rows);
+            blind_rows.add(braid::samples::accuracy_rows(in, blind(c), {test}));
             const std::string on = fmt::format("{}", fmt::join(train, ", "));
             fmt::print("fitted on {} only, predicting {}:\n{}\n", on, test, braid::samples::format_accuracy(rows));
             fmt::print("fitted on {} only, isolated op times per kernel class, every net:\n{}\n", on,
@@ -189,6 +202,7 @@ int main(int argc, char** argv) {
         fmt::print("accuracy_nets: {}\n", groups.size());
         fmt::print("sim_error_pct_max_profile: {:.1f}\n", std::max(fitted.profile, held.profile));
         fmt::print("sim_error_pct_max_estimate: {:.1f}\n", std::max(fitted.estimate, held.estimate));
+        fmt::print("sim_error_pct_max_estimate_blind: {:.1f}\n", blind_rows.estimate);
         fmt::print("sim_error_pct_max_profile_fitted: {:.1f}\n", fitted.profile);
         fmt::print("sim_error_pct_max_estimate_fitted: {:.1f}\n", fitted.estimate);
         if (held.rows > 0) {
