@@ -93,6 +93,22 @@ ProfiledNet profiled_net(const std::string& name, const braid::testing::TestGrap
     return net;
 }
 
+// `t`'s serial plan run eagerly, "measured" as the simulator predicts it
+// from `nets`' profile when a plain run costs the host `cupti_host_scale`
+// of what CUPTI saw.
+CalibrationRow serial_eager_row(const braid::testing::TestGraph& t, std::span<const ProfiledNet> nets,
+                                double cupti_host_scale) {
+    Calibration truth;
+    truth.cupti_host_scale = cupti_host_scale;
+    CalibrationRow row;
+    row.label = "serial eager";
+    row.plan = strategy::serial(t.graph, "h200");
+    row.mode = LaunchMode::eager;
+    row.measured_ms = {1.0};
+    row.measured_ms = {predict_rows(nets, std::span<const CalibrationRow>(&row, 1), truth, CostSource::profile)[0].predicted_ms};
+    return row;
+}
+
 nlohmann::json with(nlohmann::json j, const nlohmann::json::json_pointer& at, nlohmann::json value) {
     j[at] = std::move(value);
     return j;
@@ -611,19 +627,12 @@ TEST_CASE("timed op bodies: profiles predict eager runs with them, and fits lear
     CHECK(profiled_launch_ns(t.graph, dev, nets[0].profiled, nets[0].profiled_iteration_ns, sim::Params{}) == 0.0);
 
     // "Measured": a plain run costs the host 0.6 of what CUPTI saw.
-    Calibration truth;
-    truth.cupti_host_scale = 0.6;
-    CalibrationRow row;
-    row.label = "serial eager";
-    row.plan = strategy::serial(t.graph, "h200");
-    row.mode = LaunchMode::eager;
-    row.measured_ms = {1.0};
-    const double predicted = predict_rows(nets, std::span<const CalibrationRow>(&row, 1), truth, CostSource::profile)[0].predicted_ms;
+    const CalibrationRow row = serial_eager_row(t, nets, 0.6);
+    const double predicted = row.measured_ms.front();
     double host_ms = 0.0;
     for (const OpCost& op : nets[0].profiled) host_ms += 0.6 * op.host_ns / 1e6;
     CHECK(predicted >= host_ms);  // host-bound: every body's time, scaled
     CHECK(predicted < host_ms * 1.2);
-    row.measured_ms = {predicted};
 
     SimFitOptions options;
     options.rounds = 6;
@@ -667,15 +676,7 @@ TEST_CASE("timed op bodies per engine family: an estimate that names its engine 
     }
     nets[0].estimates = estimates;
     nets[0].profiled_iteration_ns = 1e9;
-    // "Measured": a plain run costs the host 0.6 of what CUPTI saw.
-    Calibration truth;
-    truth.cupti_host_scale = 0.6;
-    CalibrationRow row;
-    row.label = "serial eager";
-    row.plan = strategy::serial(t.graph, "h200");
-    row.mode = LaunchMode::eager;
-    row.measured_ms = {1.0};
-    row.measured_ms = {predict_rows(nets, std::span<const CalibrationRow>(&row, 1), truth, CostSource::profile)[0].predicted_ms};
+    const CalibrationRow row = serial_eager_row(t, nets, 0.6);
     SimFitOptions options;
     options.rounds = 6;
     const Calibration fit = fit_simulator(nets, std::span<const CalibrationRow>(&row, 1), Calibration{}, {}, options);
