@@ -660,7 +660,7 @@ inline Calibration fit_simulator(std::span<const ProfiledNet> nets, std::span<co
     for (std::size_t k = 0; k < kernel_class_count; ++k) {
         if (class_host[k].ops > 0.0) c.estimate.classes[k].host_ns = class_host[k].mean(host_scale);
         for (std::size_t e = 0; e < engine_family_count; ++e)
-            c.estimate.engines[k][e].host_ns = engine_host[k][e].mean(host_scale);
+            if (engine_host[k][e].ops > 0.0) c.estimate.engines[k][e].host_ns = engine_host[k][e].mean(host_scale);
     }
     return c;
 }
