@@ -312,10 +312,15 @@ bool bench_net(const Options& o, const std::string& net, std::uint32_t batch) {
         fmt::print("{}: the live device gave no DeviceSpec ({}); planning for {}\n", net, e.what(), device.key);
     }
     const std::optional<braid::Calibration> calibration = braid::builtin_calibration(device);
-    const PlanningModel model = planning_model(tg, device, calibration, braid::LaunchMode::graph);
-    const braid::OpCosts& costs = model.costs;
     const std::string prefix = fmt::format("train_{}_b{}", key_name(o, net), batch);
+    // cuDNN's engines for the convolutions, as braid-train plans with them.
+    std::vector<braid::ConvEngineFamily> engines;
+    if (calibration) engines = probe_conv_engines(tg, run_options(o));
+    const PlanningModel model = planning_model(tg, device, calibration, braid::LaunchMode::graph, engines);
+    const braid::OpCosts& costs = model.costs;
     fmt::print("{}: planned with {}\n", prefix, braid::describe_calibration(calibration, ""));
+    if (!engines.empty())
+        fmt::print("{}: convolution engines cuDNN chose: {}\n", prefix, describe_conv_engines(tg, engines));
 
     braid::PlanOptions nimble_options;
     nimble_options.strategy = "nimble";

@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -205,17 +206,27 @@ std::optional<braid::Calibration> training_calibration(const Options& o, const b
     return c;
 }
 
+bool plan_from_file(const Options& o) { return std::filesystem::path(o.strategy).extension() == ".json"; }
+
+// Whether the plan is made on the estimated costs: --tune, or a strategy
+// that plans on the model (ooo, serial and nimble look at the graph only).
+bool plans_on_costs(const Options& o) {
+    return o.tune || o.strategy == "braid" || o.strategy == "glp4nn" || o.strategy == "opara" || o.strategy == "ios";
+}
+
 // The plan the executor runs: a strategy's, made from the estimates of the
-// graph's kernels on `device` (calibrated when a calibration applies), or
-// one loaded from a file.
+// graph's kernels on `device` (calibrated when a calibration applies; its
+// engine fits price the convolutions `engines` names, by OpId), or one
+// loaded from a file.
 braid::Plan make_training_plan(const Options& o, const TrainingGraph& tg, const braid::DeviceSpec& device,
-                               const std::optional<braid::Calibration>& calibration) {
-    if (std::filesystem::path(o.strategy).extension() == ".json") return braid::load_plan(o.strategy, tg.graph);
+                               const std::optional<braid::Calibration>& calibration,
+                               std::span<const braid::ConvEngineFamily> engines = {}) {
+    if (plan_from_file(o)) return braid::load_plan(o.strategy, tg.graph);
     braid::PlanOptions options;
     options.strategy = o.strategy;
     options.max_streams = o.max_streams;
     options.mode = o.mode == "graph" ? braid::LaunchMode::graph : braid::LaunchMode::eager;
-    PlanningModel model = planning_model(tg, device, calibration, options.mode);
+    PlanningModel model = planning_model(tg, device, calibration, options.mode, engines);
     options.sim = model.sim;
     return braid::make_plan(tg.graph, device, model.costs, options);
 }
@@ -231,7 +242,8 @@ std::vector<braid::Executor<braid::HostBackend>::Body> host_bodies(const HostMod
 // interleaved where the run trains (a model of their own, so the training
 // run still starts from the initial weights), or the cached winner.
 braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const braid::DeviceSpec& device,
-                                const std::optional<braid::Calibration>& calibration, const std::string& label) {
+                                const std::optional<braid::Calibration>& calibration, const std::string& label,
+                                std::vector<braid::ConvEngineFamily> engines) {
     // What the cache must match besides the machine: the net as sized here,
     // and the settings that change its kernels or its plans.
     std::string settings = fmt::format("{}; at most {} streams; planned for {}", label, o.max_streams, device.key);
@@ -248,6 +260,7 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
     request.max_streams = o.max_streams;
     request.mode = o.mode == "graph" ? braid::LaunchMode::graph : braid::LaunchMode::eager;
     request.calibration = calibration;
+    request.engines = std::move(engines);
     if (!o.no_tune_cache) request.cache_dir = o.tune_cache;
     const auto log = [](const std::string& line) {
         fmt::print("tune: {}\n", line);
@@ -452,11 +465,19 @@ int train(Options o) {
     if (o.backend == "cuda") settle_auto_settings(o, tg, device.key);
 #endif
     const std::optional<braid::Calibration> calibration = training_calibration(o, device);
-    // The strategies that plan on the model (ooo, serial and nimble look at the graph only).
-    if (o.tune || o.strategy == "braid" || o.strategy == "glp4nn" || o.strategy == "opara" || o.strategy == "ios")
-        fmt::print("planned with {}\n", braid::describe_calibration(calibration, o.calibration));
-    const braid::Plan plan = o.tune ? tuned_training_plan(o, tg, device, calibration, label)
-                                    : make_training_plan(o, tg, device, calibration);
+    if (plans_on_costs(o)) fmt::print("planned with {}\n", braid::describe_calibration(calibration, o.calibration));
+    // cuDNN's engine for each convolution, chosen before planning, so that
+    // the calibration's engine fits price it.
+    std::vector<braid::ConvEngineFamily> engines;
+#if BRAID_SAMPLES_WITH_CUDA
+    if (o.backend == "cuda" && calibration && plans_on_costs(o) && !plan_from_file(o)) {
+        engines = probe_conv_engines(tg, cuda_run_options(o));
+        fmt::print("convolution engines cuDNN chose: {}\n", describe_conv_engines(tg, engines));
+        std::fflush(stdout);
+    }
+#endif
+    const braid::Plan plan = o.tune ? tuned_training_plan(o, tg, device, calibration, label, engines)
+                                    : make_training_plan(o, tg, device, calibration, engines);
     if (!o.plan_out.empty()) {
         std::ofstream f(o.plan_out);
         f << braid::to_json(plan, tg.graph).dump(2) << '\n';

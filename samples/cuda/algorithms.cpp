@@ -1,6 +1,7 @@
 #include "cuda/algorithms.hpp"
 
 #include <algorithm>
+#include <array>
 #include <sstream>
 
 #include "braid/cuda/cudnn.hpp"
@@ -187,6 +188,31 @@ std::optional<ConvAlgorithm> pick(const std::vector<Candidate>& list, const Laye
 
 }  // namespace
 
+braid::ConvEngineFamily legacy_algorithm_family(ConvPass pass, int algo, cudnnMathType_t math) noexcept {
+    // Per pass (in ConvPass order): its FFT and Winograd algorithms, and
+    // the one that runs a pre-Volta FP32 engine.
+    struct Algorithms {
+        std::array<int, 2> fft, winograd;
+        int legacy;
+    };
+    static constexpr std::array<Algorithms, 3> by_pass{{
+        {{CUDNN_CONVOLUTION_FWD_ALGO_FFT, CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING},
+         {CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED},
+         CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM},
+        {{CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING},
+         {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD, CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED},
+         CUDNN_CONVOLUTION_BWD_DATA_ALGO_0},
+        {{CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING},
+         {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED},
+         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0},
+    }};
+    const Algorithms& a = by_pass[static_cast<std::size_t>(pass)];
+    if (std::ranges::find(a.fft, algo) != a.fft.end()) return braid::ConvEngineFamily::fft;
+    if (std::ranges::find(a.winograd, algo) != a.winograd.end()) return braid::ConvEngineFamily::winograd;
+    if (tensor_op(math)) return braid::ConvEngineFamily::tensor_core;
+    return algo == a.legacy ? braid::ConvEngineFamily::legacy : braid::ConvEngineFamily::other;
+}
+
 std::size_t workspace_budget(std::size_t limit_bytes, std::size_t free_bytes, std::uint32_t lanes) {
     constexpr std::size_t mib = std::size_t{1} << 20;
     const std::size_t share = free_bytes / std::max<std::uint32_t>(lanes, 1) / mib * mib;
@@ -199,15 +225,19 @@ ConvAlgorithm choose_conv_algorithm(cudnnHandle_t handle, ConvPass pass, const C
                        "cudnnSetConvolutionMathType");
     const bool can_time = options.search == AlgorithmSearch::find && problem.out_data != nullptr;
     std::string timed_failure;
+    const auto named = [pass](ConvAlgorithm a) {
+        a.family = legacy_algorithm_family(pass, a.algo, a.math);
+        return a;
+    };
     if (can_time) {
         try {
-            if (auto a = pick(query(handle, pass, problem, true), options, budget_bytes)) return *a;
+            if (auto a = pick(query(handle, pass, problem, true), options, budget_bytes)) return named(*a);
         } catch (const braid::Error& e) {
             timed_failure = std::string("; cudnnFind failed: ") + e.what();
         }
     }
     const std::vector<Candidate> list = query(handle, pass, problem, false);
-    if (auto a = pick(list, options, budget_bytes)) return *a;
+    if (auto a = pick(list, options, budget_bytes)) return named(*a);
     std::ostringstream why;
     why << "layer '" << layer << "': cuDNN offers no " << (options.deterministic ? "deterministic " : "")
         << to_string(pass) << " algorithm " << (options.tf32 ? "" : "without TF32 ") << "within the "

@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "braid/model/conv_engine.hpp"
+
 namespace braid::samples::cuda {
 
 // Which cuDNN API runs convolutions: the legacy cudnnConvolution* calls and
@@ -90,7 +92,21 @@ struct ConvAlgorithm {
     float time_ms = -1.0f;  // cudnnFind's measurement (the engine's, timed); -1 from heuristics
     std::shared_ptr<const GraphConvPlan> plan;  // graph API only: what runs
     std::string note;  // why the choice is not what the options asked for (a legacy call under conv_api graph)
+    // The engine family it runs on as far as the choice tells
+    // (legacy_algorithm_family, engine_notes_family): what a calibration's
+    // engine fits price it by; `other` where the choice does not tell.
+    braid::ConvEngineFamily family = braid::ConvEngineFamily::other;
 };
+
+// The engine family a legacy call of `pass` with algorithm `algo` (the
+// pass's cudnnConvolution*Algo_t) and `math` runs on, where the enum says:
+// the FFT and Winograd algorithms by their names; tensor-op math on tensor
+// cores; FP32 math on the pre-Volta engines for the forward implicit GEMM
+// (implicit_convolve_sgemm, which has no tensor-core form) and algorithm 0
+// of either backward pass (dgrad_engine, wgrad_alg0_engine in the H200
+// profiles). `other` for the rest: precomputed-index GEMMs and algorithm 1
+// without tensor-op math run FP32 kernels of either family.
+braid::ConvEngineFamily legacy_algorithm_family(ConvPass pass, int algo, cudnnMathType_t math) noexcept;
 
 // Problem key -> chosen algorithm. Thread-safe; the first choice stored for
 // a key stays.

@@ -49,6 +49,18 @@ bool has(const EngineCandidate& c, cudnnBackendNumericalNote_t note) {
 
 }  // namespace
 
+braid::ConvEngineFamily engine_notes_family(const std::vector<cudnnBackendNumericalNote_t>& notes) noexcept {
+    const auto noted = [&](std::initializer_list<cudnnBackendNumericalNote_t> any) {
+        return std::find_first_of(notes.begin(), notes.end(), any.begin(), any.end()) != notes.end();
+    };
+    if (noted({CUDNN_NUMERICAL_NOTE_FFT})) return braid::ConvEngineFamily::fft;
+    if (noted({CUDNN_NUMERICAL_NOTE_WINOGRAD, CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4,
+               CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6, CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13}))
+        return braid::ConvEngineFamily::winograd;
+    if (noted({CUDNN_NUMERICAL_NOTE_TENSOR_CORE})) return braid::ConvEngineFamily::tensor_core;
+    return braid::ConvEngineFamily::other;
+}
+
 std::string engine_rejection(const EngineCandidate& c, const LayerOptions& o, std::size_t budget) {
     if (!c.failure.empty()) return c.failure;
     if (o.deterministic && has(c, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)) return "nondeterministic";
@@ -420,6 +432,7 @@ ConvAlgorithm choose_conv_engine(cudnnHandle_t handle, cudaStream_t stream, Conv
         a.deterministic = !has(c, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC);
         a.time_ms = c.time_ms;
         a.plan = plans[c.id];
+        a.family = engine_notes_family(c.notes);
         return a;
     }
     const std::vector<EngineCandidate>& list = search.tried();

@@ -87,6 +87,12 @@ struct EngineCandidate {
     float time_ms = -1.0f;            // the median of its timed runs; -1 untimed
 };
 
+// The engine family a graph-API engine with these numerical notes runs on:
+// FFT, Winograd (any tile), tensor cores; `other` for an FP32 engine, whose
+// notes do not say whether it is one of the pre-Volta engines or a newer
+// CUDA-core GEMM.
+braid::ConvEngineFamily engine_notes_family(const std::vector<cudnnBackendNumericalNote_t>& notes) noexcept;
+
 // Why `c` may not run under `o` within `budget` bytes of workspace; empty
 // when it may.
 std::string engine_rejection(const EngineCandidate& c, const LayerOptions& o, std::size_t budget);

@@ -221,6 +221,21 @@ std::vector<std::pair<std::string, double>> CudaModel::losses() const {
     return out;
 }
 
+std::vector<braid::ConvEngineFamily> CudaModel::conv_engines() const {
+    std::vector<braid::ConvEngineFamily> out(graph_.ops.size(), braid::ConvEngineFamily::other);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        const OpInfo& info = graph_.ops[i];
+        const cuda::CudaConv* conv = info.layer ? convs_.at(*info.layer).get() : nullptr;
+        if (!conv) continue;
+        std::optional<braid::ConvEngineFamily> f;
+        if (info.role == OpRole::forward) f = conv->engine_family(cuda::ConvPass::forward);
+        if (info.role == OpRole::backward_data) f = conv->engine_family(cuda::ConvPass::backward_data);
+        if (info.role == OpRole::backward_weight) f = conv->engine_family(cuda::ConvPass::backward_filter);
+        out[i] = f.value_or(braid::ConvEngineFamily::other);
+    }
+    return out;
+}
+
 CudaBody CudaModel::make_body(OpId id) {
     const std::uint32_t batch = graph_.batch();
     const BoundOp op = bind_op(

@@ -96,6 +96,12 @@ public:
     std::vector<std::byte> download(BufferId b) const;
     void upload(BufferId b, const void* host, std::size_t bytes);
 
+    // By OpId: the engine family of the convolution pass an op runs, as its
+    // layer chose it in the calls made so far (CudaConv::engine_family);
+    // `other` for ops that run none or have not run. What planning_model
+    // takes, after one iteration has chosen every pass's algorithm.
+    std::vector<braid::ConvEngineFamily> conv_engines() const;
+
     // Layer l's batch norm (its kernels, what cuDNN declined); null for another layer.
     const cuda::CudaBatchNorm* batch_norm(LayerId l) const { return bns_.at(l).get(); }
 

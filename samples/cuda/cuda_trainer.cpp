@@ -124,6 +124,8 @@ CudaTrainer::BatchNormUse CudaTrainer::batch_norm_use() const {
     return use;
 }
 
+std::vector<braid::ConvEngineFamily> CudaTrainer::conv_engines() const { return impl_->model.conv_engines(); }
+
 TrainingProfile CudaTrainer::profile(const TrainingProfileRequest& request) {
     Impl& m = *impl_;
     braid::profiler::CudaProfileOptions po;
@@ -323,6 +325,13 @@ RunComparison compare_runs(const TrainingGraph& graph, const braid::Plan& plan, 
         return v.size() % 2 == 1 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
     };
     return RunComparison{rounds, median(a_ms), median(b_ms), median(ratio)};
+}
+
+std::vector<braid::ConvEngineFamily> probe_conv_engines(const TrainingGraph& graph, CudaRunOptions options) {
+    options.graph_mode = false;  // the eager warm-up chooses by timing, where the options say find
+    CudaTrainer trainer(graph, braid::strategy::serial(graph.graph), options);
+    trainer.warm_up();
+    return trainer.conv_engines();
 }
 
 TrainingProfile profile_cuda_training(const TrainingGraph& graph, const TrainingProfileRequest& request,

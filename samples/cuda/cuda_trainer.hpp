@@ -115,6 +115,11 @@ public:
     };
     BatchNormUse batch_norm_use() const;
 
+    // By OpId, the engine family of each op's convolution pass as cuDNN's
+    // choices so far name it (CudaModel::conv_engines): after warm_up(),
+    // what planning_model prices the plan's convolutions by.
+    std::vector<braid::ConvEngineFamily> conv_engines() const;
+
     // Profiles this trainer's plan (braid::profiler::profile_executor): the
     // request's warm-up and measured iterations, eagerly whatever the mode.
     // They train the model. Call warm_up() first, so that choosing cuDNN
@@ -184,6 +189,13 @@ struct RunComparison {
 };
 RunComparison compare_runs(const TrainingGraph& graph, const braid::Plan& plan, CudaRunOptions base,
                            CudaRunOptions variant, std::uint32_t rounds = 15);
+
+// The engine families cuDNN picks for `graph`'s convolutions under
+// `options` (CudaTrainer::conv_engines of a serial, eager trainer after its
+// warm-up), for planning_model. The choices stay in the process's
+// AlgorithmCache, so the trainers made after it run the same algorithms
+// and make no search of their own. The model is its own.
+std::vector<braid::ConvEngineFamily> probe_conv_engines(const TrainingGraph& graph, CudaRunOptions options = {});
 
 // The profile of `graph`'s training step on the current CUDA device, what
 // braid-profile --net and braid-train --profile-out write: a CudaTrainer of

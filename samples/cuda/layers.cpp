@@ -178,6 +178,17 @@ std::uint32_t CudaConv::legacy_fallbacks() const {
     return n;
 }
 
+std::optional<braid::ConvEngineFamily> CudaConv::engine_family(ConvPass pass) const {
+    std::optional<braid::ConvEngineFamily> out;
+    std::uint32_t most = 0;
+    for (const auto& [call, a] : chosen_)
+        if (std::get<0>(call) == pass && (!out || std::get<1>(call) > most)) {
+            out = a.family;
+            most = std::get<1>(call);
+        }
+    return out;
+}
+
 template <class Choose>
 const ConvAlgorithm& CudaConv::algorithm(CudaLane& lane, ConvPass pass, std::uint32_t images, std::uint64_t x_stride,
                                          std::uint64_t y_stride, std::int64_t alignment, Choose&& choose) {

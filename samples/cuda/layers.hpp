@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -102,6 +103,9 @@ public:
     // strides), how many run a legacy call although the options ask for the
     // graph API (the choice's note in AlgorithmCache says why).
     std::uint32_t legacy_fallbacks() const;
+    // The engine family of the choice for `pass` over the most images a
+    // call of it has run (ConvAlgorithm::family); nullopt before any has.
+    std::optional<braid::ConvEngineFamily> engine_family(ConvPass pass) const;
 
 private:
     // Where a choice may look: timed on buffers (workspace of `bytes`) or by heuristics.

@@ -1,5 +1,9 @@
+#include <array>
 #include <variant>
 
+#include <fmt/format.h>
+
+#include "braid/planner/calibrate.hpp"
 #include "nn/gradient_sum.hpp"
 #include "nn/launch.hpp"
 #include "train/training_graph.hpp"
@@ -56,10 +60,34 @@ std::vector<braid::OpEstimate> op_estimates(const TrainingGraph& tg, const Estim
 }
 
 PlanningModel planning_model(const TrainingGraph& tg, const braid::DeviceSpec& device,
-                             const std::optional<braid::Calibration>& calibration, braid::LaunchMode mode) {
-    const std::vector<braid::OpEstimate> estimates = op_estimates(tg);
+                             const std::optional<braid::Calibration>& calibration, braid::LaunchMode mode,
+                             std::span<const braid::ConvEngineFamily> engines) {
+    std::vector<braid::OpEstimate> estimates = op_estimates(tg);
+    if (!engines.empty()) braid::engine_families_from_choices(estimates, engines);
     if (!calibration) return {braid::estimate_costs(device, estimates), {}};
     return {braid::calibrated_costs(device, estimates, *calibration, mode), calibration->sim};
+}
+
+std::string describe_conv_engines(const TrainingGraph& tg, std::span<const braid::ConvEngineFamily> engines) {
+    std::array<std::size_t, braid::engine_family_count> count{};
+    std::size_t passes = 0, unknown = 0;
+    for (std::size_t i = 0; i < tg.ops.size(); ++i) {
+        const OpInfo& info = tg.ops[i];
+        const bool pass = info.role == OpRole::forward || info.role == OpRole::backward_data ||
+                          info.role == OpRole::backward_weight;
+        if (!pass || !info.layer || !std::holds_alternative<Conv2d>(tg.network.layer(*info.layer).spec)) continue;
+        ++passes;
+        const braid::ConvEngineFamily f = i < engines.size() ? engines[i] : braid::ConvEngineFamily::other;
+        ++(f == braid::ConvEngineFamily::other ? unknown : count[braid::index_of(f)]);
+    }
+    std::string out = fmt::format("{} of {} convolution passes named", passes - unknown, passes);
+    const char* sep = ": ";
+    for (braid::ConvEngineFamily f : braid::all_engine_families) {
+        if (count[braid::index_of(f)] == 0) continue;
+        out += fmt::format("{}{} {}", sep, braid::to_string(f), count[braid::index_of(f)]);
+        sep = ", ";
+    }
+    return out;
 }
 
 }  // namespace braid::samples

@@ -17,11 +17,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "braid/graph/op_graph.hpp"
+#include "braid/model/conv_engine.hpp"
 #include "braid/model/estimate.hpp"
 #include "braid/planner/calibration.hpp"
 #include "nets/zoo.hpp"
@@ -153,11 +155,20 @@ std::vector<braid::OpEstimate> op_estimates(const TrainingGraph& tg, const Estim
 // What a plan of `tg` for `device` is made with: the estimated costs and the
 // simulator's constants, calibrated when `calibration` is given (as a real
 // iteration in `mode` would see them), roofline and defaults otherwise.
+// `engines` (by OpId, or empty): the engine family the backend chose for
+// each op's convolution (CudaModel::conv_engines), so a calibration's
+// engine fits price those kernels (braid::engine_families_from_choices).
 struct PlanningModel {
     braid::OpCosts costs;
     braid::sim::Params sim;
 };
 PlanningModel planning_model(const TrainingGraph& tg, const braid::DeviceSpec& device,
-                             const std::optional<braid::Calibration>& calibration, braid::LaunchMode mode);
+                             const std::optional<braid::Calibration>& calibration, braid::LaunchMode mode,
+                             std::span<const braid::ConvEngineFamily> engines = {});
+
+// "96 of 159 convolution passes named: tensor_core 60, legacy 30, fft 6":
+// of the ops of `tg` that run a convolution pass, how many `engines` (by
+// OpId) names a family for, and how many it names each.
+std::string describe_conv_engines(const TrainingGraph& tg, std::span<const braid::ConvEngineFamily> engines);
 
 }  // namespace braid::samples

@@ -25,6 +25,7 @@ struct TuningRequest {
     std::uint32_t max_streams = 8;
     braid::LaunchMode mode = braid::LaunchMode::graph;
     std::optional<braid::Calibration> calibration;  // what the candidates are planned with
+    std::vector<braid::ConvEngineFamily> engines;    // by OpId, or none: the backend's (planning_model)
     std::filesystem::path cache_dir;   // empty: neither read nor write the cache
 };
 

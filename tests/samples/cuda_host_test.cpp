@@ -504,6 +504,51 @@ TEST_CASE("the convolution API has names for messages and keys") {
     CHECK(LayerOptions{}.engine_trials > 0);
 }
 
+TEST_CASE("engine families of cuDNN choices: FFT and Winograd by name, tensor-op math, the pre-Volta FP32 engines, else unknown") {
+    using F = braid::ConvEngineFamily;
+    const auto fwd = [](cudnnConvolutionFwdAlgo_t a, cudnnMathType_t m) {
+        return legacy_algorithm_family(ConvPass::forward, a, m);
+    };
+    CHECK(fwd(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_FMA_MATH) == F::legacy);
+    CHECK(fwd(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_DEFAULT_MATH) == F::legacy);
+    CHECK(fwd(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_TENSOR_OP_MATH) == F::tensor_core);
+    CHECK(fwd(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) ==
+          F::tensor_core);
+    CHECK(fwd(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_FMA_MATH) == F::other);
+    CHECK(fwd(CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_DEFAULT_MATH) == F::other);
+    CHECK(fwd(CUDNN_CONVOLUTION_FWD_ALGO_FFT, CUDNN_FMA_MATH) == F::fft);
+    CHECK(fwd(CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING, CUDNN_TENSOR_OP_MATH) == F::fft);
+    CHECK(fwd(CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, CUDNN_FMA_MATH) == F::winograd);
+    CHECK(fwd(CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, CUDNN_TENSOR_OP_MATH) == F::winograd);
+    CHECK(legacy_algorithm_family(ConvPass::backward_data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, CUDNN_FMA_MATH) ==
+          F::legacy);
+    CHECK(legacy_algorithm_family(ConvPass::backward_data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_TENSOR_OP_MATH) ==
+          F::tensor_core);
+    CHECK(legacy_algorithm_family(ConvPass::backward_data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_FMA_MATH) ==
+          F::other);
+    CHECK(legacy_algorithm_family(ConvPass::backward_data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING,
+                                  CUDNN_FMA_MATH) == F::fft);
+    CHECK(legacy_algorithm_family(ConvPass::backward_data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
+                                  CUDNN_FMA_MATH) == F::winograd);
+    CHECK(legacy_algorithm_family(ConvPass::backward_filter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, CUDNN_FMA_MATH) ==
+          F::legacy);
+    CHECK(legacy_algorithm_family(ConvPass::backward_filter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
+                                  CUDNN_TENSOR_OP_MATH) == F::tensor_core);
+    CHECK(legacy_algorithm_family(ConvPass::backward_filter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, CUDNN_FMA_MATH) ==
+          F::other);
+    CHECK(legacy_algorithm_family(ConvPass::backward_filter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT,
+                                  CUDNN_FMA_MATH) == F::fft);
+    CHECK(legacy_algorithm_family(ConvPass::backward_filter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED,
+                                  CUDNN_FMA_MATH) == F::winograd);
+    // Graph-API engines, by their numerical notes.
+    CHECK(engine_notes_family({}) == F::other);
+    CHECK(engine_notes_family({CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC}) == F::other);
+    CHECK(engine_notes_family({CUDNN_NUMERICAL_NOTE_TENSOR_CORE}) == F::tensor_core);
+    CHECK(engine_notes_family({CUDNN_NUMERICAL_NOTE_FFT, CUDNN_NUMERICAL_NOTE_TENSOR_CORE}) == F::fft);
+    CHECK(engine_notes_family({CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4}) == F::winograd);
+    CHECK(engine_notes_family({CUDNN_NUMERICAL_NOTE_TENSOR_CORE, CUDNN_NUMERICAL_NOTE_WINOGRAD}) == F::winograd);
+}
+
 TEST_CASE("cuDNN batch norm: which statuses hand a pass to the own kernels, which layers and layouts it cannot take") {
     using Answer = CudaBatchNorm::Answer;
     CHECK(to_string(BatchNormKernels::own) == "own");

@@ -19,6 +19,7 @@
 #include "braid/exec/executor.hpp"
 #include "braid/model/device_table.hpp"
 #include "braid/model/estimate.hpp"
+#include "braid/planner/calibration_table.hpp"
 #include "braid/planner/make_plan.hpp"
 #include "braid/planner/strategies/assemble.hpp"
 #include "braid/planner/strategies/serial.hpp"
@@ -246,6 +247,38 @@ TEST_CASE("braid, nimble and glp4nn plans give the serial bits on the GPU, eager
             }
         }
     }
+}
+
+TEST_CASE("cuDNN's engine choices: named for convolution passes only, the same for every trainer of the process") {
+    const TrainingGraph tg = build_training_graph(small("resnet50"));
+    CudaRunOptions o;
+    o.deterministic = true;
+    const std::vector<braid::ConvEngineFamily> probed = probe_conv_engines(tg, o);
+    REQUIRE(probed.size() == tg.graph.op_count());
+    for (std::size_t i = 0; i < probed.size(); ++i) {
+        const OpInfo& info = tg.ops[i];
+        const bool conv = info.layer && std::holds_alternative<Conv2d>(tg.network.layer(*info.layer).spec) &&
+                          (info.role == OpRole::forward || info.role == OpRole::backward_data ||
+                           info.role == OpRole::backward_weight);
+        CAPTURE(tg.graph.op(static_cast<braid::OpId>(i)).name);
+        if (!conv) CHECK(probed[i] == braid::ConvEngineFamily::other);
+    }
+    MESSAGE("resnet50 (reduced): " << describe_conv_engines(tg, probed));
+    // A plan made with them, trained in graph mode: its trainer's choices are the probe's (one cache).
+    const braid::DeviceSpec& device = braid::find_device("h200");
+    const PlanningModel model =
+        planning_model(tg, device, braid::builtin_calibration(device), braid::LaunchMode::graph, probed);
+    braid::PlanOptions po;
+    po.strategy = "braid";
+    po.max_streams = 3;
+    po.mode = braid::LaunchMode::graph;
+    po.sim = model.sim;
+    const braid::Plan plan = braid::make_plan(tg.graph, device, model.costs, po);
+    o.graph_mode = true;
+    o.split_granule = split_granule(plan, tg.graph);
+    CudaTrainer trainer(tg, plan, o);
+    trainer.warm_up();
+    if (o.split_granule == 0) CHECK(trainer.conv_engines() == probed);
 }
 
 TEST_CASE("shared batch-norm sums give the bits of two backward passes on the GPU, serial and braid's plan") {

@@ -4,10 +4,12 @@
 // graph and recomputed by hand from the reference layers with a copying
 // concat and explicit sums: every gradient must agree bit for bit.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <variant>
@@ -17,6 +19,7 @@
 #include "braid/exec/host.hpp"
 #include "braid/model/device_table.hpp"
 #include "braid/model/estimate.hpp"
+#include "braid/planner/calibration_table.hpp"
 #include "braid/planner/make_plan.hpp"
 #include "nn/gradient_sum.hpp"
 #include "samples_test_util.hpp"
@@ -624,6 +627,48 @@ TEST_CASE("shared batch-norm sums: one backward op per batch norm writes its wei
             CHECK(std::isfinite(run.loss));
         }
     }
+}
+
+TEST_CASE("planning_model: convolutions the backend names take the calibration's engine fits, other ops keep their costs") {
+    TrainConfig c;
+    c.model.net = "resnet18";
+    c.model.batch = 8;
+    const TrainingGraph tg = build_training_graph(c);
+    const braid::DeviceSpec device = braid::find_device("h200");
+    const std::optional<braid::Calibration> calibration = braid::builtin_calibration(device);
+    REQUIRE(calibration);
+    std::vector<braid::ConvEngineFamily> engines(tg.graph.op_count(), braid::ConvEngineFamily::other);
+    std::size_t passes = 0;
+    for (std::size_t i = 0; i < tg.ops.size(); ++i) {
+        const OpInfo& info = tg.ops[i];
+        const bool pass = info.role == OpRole::forward || info.role == OpRole::backward_data ||
+                          info.role == OpRole::backward_weight;
+        if (pass && info.layer && std::holds_alternative<Conv2d>(tg.network.layer(*info.layer).spec)) {
+            engines[i] = braid::ConvEngineFamily::tensor_core;
+            ++passes;
+        }
+    }
+    REQUIRE(passes > 40);  // 20 convolutions, the first without a data gradient
+    CHECK(describe_conv_engines(tg, engines) == fmt::format("{0} of {0} convolution passes named: tensor_core {0}", passes));
+    CHECK(describe_conv_engines(tg, {}) == fmt::format("0 of {} convolution passes named", passes));
+
+    const auto durations = [&](std::span<const braid::ConvEngineFamily> e) {
+        return braid::op_durations_ns(planning_model(tg, device, calibration, braid::LaunchMode::graph, e).costs);
+    };
+    const std::vector<double> blind = durations({}), named = durations(engines);
+    CHECK(durations(std::vector(engines.size(), braid::ConvEngineFamily::other)) == blind);
+    std::size_t changed = 0;
+    for (std::size_t i = 0; i < engines.size(); ++i) {
+        CAPTURE(tg.graph.op(static_cast<OpId>(i)).name);
+        if (engines[i] == braid::ConvEngineFamily::other) CHECK(named[i] == blind[i]);
+        else changed += named[i] != blind[i] ? 1 : 0;
+    }
+    CHECK(changed == passes);  // every pass has a tensor-core fit in the H200's calibration
+    // Without a calibration the names change nothing: roofline estimates have no engine fits.
+    CHECK(braid::op_durations_ns(planning_model(tg, device, std::nullopt, braid::LaunchMode::graph, engines).costs) ==
+          braid::op_durations_ns(planning_model(tg, device, std::nullopt, braid::LaunchMode::graph).costs));
+    engines.pop_back();
+    CHECK_THROWS_AS(planning_model(tg, device, calibration, braid::LaunchMode::graph, engines), braid::ModelError);
 }
 
 TEST_CASE("kernel estimates cost every op of GoogLeNet, ResNet-50 and Inception-v3 on every device in the table") {

@@ -397,6 +397,36 @@ TEST_CASE("engine_families_from_profile: library kernels take the engine their p
           "engine_families_from_profile: 3 op estimates but 4 profiled ops");
 }
 
+TEST_CASE("engine_families_from_choices: a backend's choice per op names its library kernels, not helpers or own ones") {
+    KernelEstimate helper = gemm_like(KernelClass::reduction, 1e6, 10);
+    helper.library_helper = true;
+    std::vector<OpEstimate> estimates{
+        {{gemm_like(KernelClass::conv_forward, 1e9, 100), gemm_like(KernelClass::elementwise, 0, 100)}, 0},
+        {{gemm_like(KernelClass::conv_backward_data, 1e9, 100), helper}, 0},
+        {{gemm_like(KernelClass::elementwise, 0, 100)}, 0},
+    };
+    // A stale name goes: the op the backend does not know is `other` again.
+    estimates[2].kernels[0].engine = ConvEngineFamily::fft;
+    const std::vector<ConvEngineFamily> chosen{ConvEngineFamily::tensor_core, ConvEngineFamily::winograd,
+                                               ConvEngineFamily::legacy};
+    engine_families_from_choices(estimates, chosen);
+    CHECK(estimates[0].kernels[0].engine == ConvEngineFamily::tensor_core);
+    CHECK(estimates[0].kernels[1].engine == ConvEngineFamily::other);
+    CHECK(estimates[1].kernels[0].engine == ConvEngineFamily::winograd);
+    CHECK(estimates[1].kernels[1].engine == ConvEngineFamily::other);
+    CHECK(estimates[2].kernels[0].engine == ConvEngineFamily::other);  // the trainer's own kernel
+    // With an engine fit, the named kernel takes its time; unnamed, the class's.
+    EstimateCalibration c;
+    c[KernelClass::conv_forward] = {1.0, 0.0, 1.0, 0.0, 1.0};
+    c.engine_fit(KernelClass::conv_forward, ConvEngineFamily::tensor_core) = {0.25, 0.0, 1.0, 0.0, 1.0};
+    const DeviceSpec dev = find_device("h200");
+    const double named = estimate_costs(dev, estimates, c)[0].kernels[0].duration_ns;
+    const double blind = estimate_costs(dev, without_engine_families(estimates), c)[0].kernels[0].duration_ns;
+    CHECK(named == doctest::Approx(0.25 * blind));
+    CHECK(error_of([&] { engine_families_from_choices(estimates, std::span(chosen).first(2)); }) ==
+          "engine_families_from_choices: 3 op estimates but 2 engine choices");
+}
+
 TEST_CASE("attribute_kernels: own kernels beside a library call answer for their own profiled times") {
     auto kernel = [](KernelClass k) { return gemm_like(k, 1e8, 100); };
     auto profiled = [](std::vector<double> times) {

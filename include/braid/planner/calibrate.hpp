@@ -283,6 +283,20 @@ inline std::vector<KernelGroup> attribute_kernels(std::span<const KernelEstimate
 
 }  // namespace detail
 
+// Names the engine family of each op's library-launched kernels (not
+// their helpers) from `families`, indexed by op: the engine the backend
+// chose for the op's convolution, `other` where it does not know. The
+// trainer's own kernels stay `other`.
+inline void engine_families_from_choices(std::vector<OpEstimate>& estimates,
+                                         std::span<const ConvEngineFamily> families) {
+    if (estimates.size() != families.size())
+        throw ModelError("engine_families_from_choices: " + std::to_string(estimates.size()) + " op estimates but " +
+                         std::to_string(families.size()) + " engine choices");
+    for (std::size_t i = 0; i < estimates.size(); ++i)
+        for (KernelEstimate& k : estimates[i].kernels)
+            k.engine = library_launched(k.kind) && !k.library_helper ? families[i] : ConvEngineFamily::other;
+}
+
 // Names the engine family each library-launched kernel of `estimates` ran
 // on, from the profile of the same graph (op_engine_family of each op's
 // profiled kernels): what the library chose, as a backend that made the
@@ -292,11 +306,10 @@ inline void engine_families_from_profile(std::vector<OpEstimate>& estimates, con
     if (estimates.size() != profiled.size())
         throw ModelError("engine_families_from_profile: " + std::to_string(estimates.size()) + " op estimates but " +
                          std::to_string(profiled.size()) + " profiled ops");
-    for (std::size_t i = 0; i < estimates.size(); ++i) {
-        const ConvEngineFamily family = op_engine_family(profiled[i]);
-        for (KernelEstimate& k : estimates[i].kernels)
-            k.engine = library_launched(k.kind) && !k.library_helper ? family : ConvEngineFamily::other;
-    }
+    std::vector<ConvEngineFamily> families(profiled.size());
+    std::transform(profiled.begin(), profiled.end(), families.begin(),
+                   [](const OpCost& op) { return op_engine_family(op); });
+    engine_families_from_choices(estimates, families);
 }
 
 // The same estimates with no engine family named: what a planner without
