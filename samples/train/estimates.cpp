@@ -68,14 +68,18 @@ PlanningModel planning_model(const TrainingGraph& tg, const braid::DeviceSpec& d
     return {braid::calibrated_costs(device, estimates, *calibration, mode), calibration->sim};
 }
 
+bool runs_conv_pass(const TrainingGraph& tg, std::size_t op) {
+    const OpInfo& info = tg.ops.at(op);
+    const bool pass =
+        info.role == OpRole::forward || info.role == OpRole::backward_data || info.role == OpRole::backward_weight;
+    return pass && info.layer && std::holds_alternative<Conv2d>(tg.network.layer(*info.layer).spec);
+}
+
 std::string describe_conv_engines(const TrainingGraph& tg, std::span<const braid::ConvEngineFamily> engines) {
     std::array<std::size_t, braid::engine_family_count> count{};
     std::size_t passes = 0, unknown = 0;
     for (std::size_t i = 0; i < tg.ops.size(); ++i) {
-        const OpInfo& info = tg.ops[i];
-        const bool pass = info.role == OpRole::forward || info.role == OpRole::backward_data ||
-                          info.role == OpRole::backward_weight;
-        if (!pass || !info.layer || !std::holds_alternative<Conv2d>(tg.network.layer(*info.layer).spec)) continue;
+        if (!runs_conv_pass(tg, i)) continue;
         ++passes;
         const braid::ConvEngineFamily f = i < engines.size() ? engines[i] : braid::ConvEngineFamily::other;
         ++(f == braid::ConvEngineFamily::other ? unknown : count[braid::index_of(f)]);

@@ -166,6 +166,10 @@ PlanningModel planning_model(const TrainingGraph& tg, const braid::DeviceSpec& d
                              const std::optional<braid::Calibration>& calibration, braid::LaunchMode mode,
                              std::span<const braid::ConvEngineFamily> engines = {});
 
+// Whether op `op` of `tg` runs a pass of a convolution layer (forward,
+// backward data or backward weight): the ops a backend chooses engines for.
+bool runs_conv_pass(const TrainingGraph& tg, std::size_t op);
+
 // "96 of 159 convolution passes named: tensor_core 60, legacy 30, fft 6":
 // of the ops of `tg` that run a convolution pass, how many `engines` (by
 // OpId) names a family for, and how many it names each.

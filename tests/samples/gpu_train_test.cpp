@@ -256,12 +256,8 @@ TEST_CASE("cuDNN's engine choices: named for convolution passes only, the same f
     const std::vector<braid::ConvEngineFamily> probed = probe_conv_engines(tg, o);
     REQUIRE(probed.size() == tg.graph.op_count());
     for (std::size_t i = 0; i < probed.size(); ++i) {
-        const OpInfo& info = tg.ops[i];
-        const bool conv = info.layer && std::holds_alternative<Conv2d>(tg.network.layer(*info.layer).spec) &&
-                          (info.role == OpRole::forward || info.role == OpRole::backward_data ||
-                           info.role == OpRole::backward_weight);
         CAPTURE(tg.graph.op(static_cast<braid::OpId>(i)).name);
-        if (!conv) CHECK(probed[i] == braid::ConvEngineFamily::other);
+        if (!runs_conv_pass(tg, i)) CHECK(probed[i] == braid::ConvEngineFamily::other);
     }
     MESSAGE("resnet50 (reduced): " << describe_conv_engines(tg, probed));
     // A plan made with them, trained in graph mode: its trainer's choices are the probe's (one cache).
