@@ -17,6 +17,7 @@ namespace braid::samples::cuda {
 namespace {
 
 constexpr unsigned threads = 256;
+static_assert(threads == channel_block_threads, "the channel reductions' estimates (nn/launch.cpp) assume it");
 
 unsigned blocks_for(std::uint64_t work) {
     const std::uint64_t b = (work + threads - 1) / threads;
@@ -706,12 +707,6 @@ cudaError_t launch_pool_backward(const PoolArgs& p, ConstDeviceImages x, ConstDe
     return launched();
 }
 
-std::uint32_t channel_slices(std::uint32_t images, std::uint32_t h, std::uint32_t w) {
-    const std::uint64_t count = std::uint64_t{images} * h * w;
-    const std::uint64_t s = (count + 4095) / 4096;  // about 16 elements per thread
-    return static_cast<std::uint32_t>(s < 1 ? 1 : (s > 64 ? 64 : s));
-}
-
 std::size_t channel_reduction_scratch_bytes(std::uint32_t images, std::uint32_t c, std::uint32_t h, std::uint32_t w,
                                             bool channels_last) {
     if (channels_last)  // the partials, then backward's two means per channel in float
@@ -729,8 +724,9 @@ cudaError_t channels_last_forward(const BatchNormArgs& a, ConstDeviceImages x, c
     double* sums = scratch;
     double* squares = scratch + std::size_t{x.c} * s;
     channels_last_partials<true><<<dim3(s, channels_last_groups(x.c)), threads, 0, stream>>>(x, sums, squares);
-    channels_last_statistics<<<(x.c + 127) / 128, 128, 0, stream>>>(a, x, s, sums, squares, saved_mean,
-                                                                   saved_inv_std, running_mean, running_var);
+    channels_last_statistics
+        <<<channel_finish_blocks(x.c), channel_finish_threads, 0, stream>>>(a, x, s, sums, squares, saved_mean,
+                                                                              saved_inv_std, running_mean, running_var);
     const UnitLaunch l = channels_last_launch(x, {x, y});
     const ChannelsLastNormalize n{saved_mean, saved_inv_std, gamma, beta, a.relu};
     with_width(l.width, [&](auto w) {
@@ -773,7 +769,8 @@ cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImag
             x, dy, y, saved_mean, saved_inv_std, scratch);
         auto* means = reinterpret_cast<float*>(scratch + 2 * std::size_t{x.c} * s);
         const double count = static_cast<double>(x.images) * static_cast<double>(std::uint64_t{x.h} * x.w);
-        channels_last_backward_means<<<(x.c + 127) / 128, 128, 0, stream>>>(x.c, s, count, scratch, means, sums);
+        channels_last_backward_means
+            <<<channel_finish_blocks(x.c), channel_finish_threads, 0, stream>>>(x.c, s, count, scratch, means, sums);
         const UnitLaunch l = channels_last_launch(x, {x, dy, y, dx});
         const ChannelsLastBackward b{gamma, saved_mean, saved_inv_std, means, means + x.c};
         with_width(l.width, [&](auto w) {
@@ -805,7 +802,8 @@ cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceIm
         const std::uint32_t s = channels_last_slices(x.images, x.c, x.h, x.w);
         channels_last_backward_partials<<<dim3(s, channels_last_groups(x.c)), threads, 0, stream>>>(
             x, dy, y, saved_mean, saved_inv_std, scratch);
-        batch_norm_weight_gradients<<<(x.c + 127) / 128, 128, 0, stream>>>(x.c, s, scratch, dgamma, dbeta);
+        batch_norm_weight_gradients
+            <<<channel_finish_blocks(x.c), channel_finish_threads, 0, stream>>>(x.c, s, scratch, dgamma, dbeta);
         return launched();
     }
     const std::uint32_t s = channel_slices(x.images, x.h, x.w);
@@ -814,7 +812,8 @@ cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceIm
         batch_norm_backward_partials<V>
             <<<dim3(s, x.c), threads, 0, stream>>>(x, dy, y, saved_mean, saved_inv_std, scratch);
     });
-    batch_norm_weight_gradients<<<(x.c + 127) / 128, 128, 0, stream>>>(x.c, s, scratch, dgamma, dbeta);
+    batch_norm_weight_gradients
+        <<<channel_finish_blocks(x.c), channel_finish_threads, 0, stream>>>(x.c, s, scratch, dgamma, dbeta);
     return launched();
 }
 
@@ -824,7 +823,8 @@ cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch,
     if (channels_last) {
         const std::uint32_t s = channels_last_slices(dy.images, dy.c, dy.h, dy.w);
         channels_last_partials<false><<<dim3(s, channels_last_groups(dy.c)), threads, 0, stream>>>(dy, scratch, nullptr);
-        channel_sum_finish<<<(dy.c + 127) / 128, 128, 0, stream>>>(dy.c, s, scratch, db);
+        channel_sum_finish
+            <<<channel_finish_blocks(dy.c), channel_finish_threads, 0, stream>>>(dy.c, s, scratch, db);
         return launched();
     }
     const std::uint32_t s = channel_slices(dy.images, dy.h, dy.w);
@@ -832,7 +832,8 @@ cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch,
         constexpr int V = decltype(w)::value;
         channel_sum_partials<V><<<dim3(s, dy.c), threads, 0, stream>>>(dy, scratch);
     });
-    channel_sum_finish<<<(dy.c + 127) / 128, 128, 0, stream>>>(dy.c, s, scratch, db);
+    channel_sum_finish
+        <<<channel_finish_blocks(dy.c), channel_finish_threads, 0, stream>>>(dy.c, s, scratch, db);
     return launched();
 }
 

@@ -23,7 +23,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "nn/counter_hash.hpp"  // BRAID_SAMPLES_HOST_DEVICE
+#include "nn/channel_reduction.hpp"  // channel_slices
+#include "nn/counter_hash.hpp"      // BRAID_SAMPLES_HOST_DEVICE
 
 namespace braid::samples::cuda {
 
@@ -122,13 +123,13 @@ cudaError_t launch_lrn_backward(const LrnArgs& a, ConstDeviceImages x, ConstDevi
 cudaError_t launch_layout_copy(ConstDeviceImages in, DeviceImages out, bool to_channels_last, cudaStream_t stream);
 
 // ------------------------------------------------------------ per-channel reductions
-// Deterministic two-level reductions over (image, pixel) of each channel:
+// Deterministic two-level reductions over (image, pixel) of each channel
+// (grids from nn/channel_reduction.hpp, which the estimates share):
 // `channel_slices` blocks per channel write partial sums in double to
 // scratch, then one thread per channel (per block of the kernel that uses
 // them, for the batch-norm statistics and dx) adds them in order. The partition
 // (and the 16-byte width, from the views' alignment) depends on the views
 // only, so every run and every lane gives the same bits.
-std::uint32_t channel_slices(std::uint32_t images, std::uint32_t h, std::uint32_t w);
 // Scratch (bytes) the batch-norm and bias-gradient launches need.
 std::size_t channel_reduction_scratch_bytes(std::uint32_t images, std::uint32_t c, std::uint32_t h, std::uint32_t w,
                                             bool channels_last = false);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "nn/channel_reduction.hpp"
 #include "nn/launch.hpp"
 #include "nn/relu.hpp"
 #include "nn/sgd.hpp"
@@ -42,16 +43,25 @@ PassWork BatchNorm2d::work(Pass p) const {
 std::vector<braid::KernelEstimate> BatchNorm2d::kernels(Pass p, const EstimateOptions&) const {
     const double e = static_cast<double>(in.elements()), t = float_bytes(in.elements()), c = float_bytes(in.c);
     const double mask = config.relu ? t : 0.0;
+    const double partials = 2.0 * 8.0 * static_cast<double>(in.c) * channel_slices(in.n, in.h, in.w);  // two doubles
+    const auto grid = [&](const char* name, double flops, double bytes) {
+        return channel_grid_kernel(name, in.n, in.c, in.h, in.w, flops, bytes, braid::KernelClass::normalization);
+    };
+    // The CUDA layers' NCHW kernels (cuda/kernels.cu): partial sums per
+    // (slice, channel), then a pass over the same grid that finishes them
+    // (forward's normalize, backward's dx) or a thread per channel that does
+    // (the weight gradients).
     switch (p) {
-        // After PyTorch's native CUDA batch norm for NCHW: a per-channel
-        // statistics kernel (one block per channel), then an elementwise pass.
         case Pass::forward:
-            return {row_reduction_kernel("bn_forward_statistics", in.c, 3.0 * e, t + 4 * c, braid::KernelClass::normalization),
-                    elementwise_kernel("bn_forward_normalize", in.elements(), 5.0 * e, 2 * t + 2 * c, braid::KernelClass::normalization)};
+            return {grid("bn_forward_partials", 3.0 * e, t + partials),
+                    grid("bn_forward_normalize", 5.0 * e, 2 * t + 6 * c + partials)};
         case Pass::backward_data:
-            return {row_reduction_kernel("bn_backward_reduce", in.c, 4.0 * e, 2 * t + mask + 2 * c, braid::KernelClass::normalization),
-                    elementwise_kernel("bn_backward_data", in.elements(), 5.0 * e, 3 * t + mask + c, braid::KernelClass::normalization)};
-        case Pass::backward_weight: return {row_reduction_kernel("bn_backward_reduce", in.c, 4.0 * e, 2 * t + mask + 4 * c, braid::KernelClass::normalization)};
+            return {grid("bn_backward_partials", 4.0 * e, 2 * t + mask + partials),
+                    grid("bn_backward_dx", 5.0 * e, 3 * t + mask + 3 * c + partials)};
+        case Pass::backward_weight:
+            return {grid("bn_backward_partials", 4.0 * e, 2 * t + mask + partials),
+                    channel_finish_kernel("bn_weight_gradients", in.c, partials / 8.0, partials + 2 * c,
+                                          braid::KernelClass::normalization)};
         case Pass::update: return sgd_kernels(2ull * in.c);
     }
     return {};

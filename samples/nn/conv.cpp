@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "nn/channel_reduction.hpp"
 #include "nn/launch.hpp"
 #include "nn/sgd.hpp"
 
@@ -88,10 +89,16 @@ std::vector<braid::KernelEstimate> Conv2d::kernels(Pass p, const EstimateOptions
                                 float_bytes(in.elements()) + float_bytes(out.elements()) +
                                     float_bytes(weight_elements()),
                                 options.gemm_math, true, braid::KernelClass::conv_backward_weight));
-            if (config.bias)
-                out_kernels.push_back(row_reduction_kernel("bias_grad", config.out_channels,
-                                                           static_cast<double>(out.elements()),
-                                                           float_bytes(out.elements()) + float_bytes(config.out_channels)));
+            if (config.bias) {  // partial sums per (slice, channel), then a thread per channel adds them
+                const double partials = 8.0 * config.out_channels * channel_slices(out.n, out.h, out.w);
+                out_kernels.push_back(channel_grid_kernel("bias_grad_partials", out.n, config.out_channels, out.h,
+                                                          out.w, static_cast<double>(out.elements()),
+                                                          float_bytes(out.elements()) + partials,
+                                                          braid::KernelClass::reduction));
+                out_kernels.push_back(channel_finish_kernel("bias_grad", config.out_channels, partials / 8.0,
+                                                            partials + float_bytes(config.out_channels),
+                                                            braid::KernelClass::reduction));
+            }
             break;
         case Pass::update: {
             std::uint64_t n = 0;

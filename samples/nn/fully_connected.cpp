@@ -55,8 +55,8 @@ std::vector<braid::KernelEstimate> FullyConnected::kernels(Pass p, const Estimat
         case Pass::backward_weight:
             append(gemm_kernels("gemm_fc_backward_weight", {k_out, k_in, n, 1}, x + w + y, options.gemm_math, true, braid::KernelClass::gemm));
             if (config.bias)
-                ks.push_back(row_reduction_kernel("bias_grad", k_out, static_cast<double>(out.elements()),
-                                                  y + float_bytes(k_out)));
+                ks.push_back(elementwise_kernel("bias_grad", k_out, static_cast<double>(out.elements()),
+                                                y + float_bytes(k_out), braid::KernelClass::reduction, 1));
             break;
         case Pass::update: return sgd_kernels(k_out * k_in + (config.bias ? k_out : 0));
     }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "nn/channel_reduction.hpp"
+
 namespace braid::samples {
 
 namespace {
@@ -119,17 +121,34 @@ braid::KernelEstimate elementwise_kernel(const std::string& name, std::uint64_t 
 }
 
 braid::KernelEstimate row_reduction_kernel(const std::string& name, std::uint64_t rows, double flops,
-                                           double dram_bytes, braid::KernelClass kind) {
+                                           double dram_bytes, braid::KernelClass kind, std::uint32_t threads) {
     braid::KernelEstimate k;
     k.shape.name = name;
     k.shape.grid = {std::max<std::uint32_t>(1, ceil_div_u32(rows, 1)), 1, 1};
-    k.shape.block = {512, 1, 1};
+    k.shape.block = {std::max<std::uint32_t>(1, threads), 1, 1};
     k.shape.regs_per_thread = 40;
-    k.shape.static_smem_bytes = 16 * 2 * 8;  // two double partial sums per warp
+    k.shape.static_smem_bytes = k.shape.block.x * 8;  // a double per thread
     k.flops = flops;
     k.dram_bytes = dram_bytes;
     k.math = braid::MathMode::fp32;
     k.kind = kind;
+    return k;
+}
+
+braid::KernelEstimate channel_grid_kernel(const std::string& name, std::uint32_t images, std::uint32_t channels,
+                                          std::uint32_t h, std::uint32_t w, double flops, double dram_bytes,
+                                          braid::KernelClass kind) {
+    braid::KernelEstimate k = row_reduction_kernel(name, 1, flops, dram_bytes, kind, channel_block_threads);
+    k.shape.grid = {channel_slices(images, h, w), std::max<std::uint32_t>(1, channels), 1};
+    k.shape.regs_per_thread = 32;
+    return k;
+}
+
+braid::KernelEstimate channel_finish_kernel(const std::string& name, std::uint32_t channels, double flops,
+                                            double dram_bytes, braid::KernelClass kind) {
+    braid::KernelEstimate k = row_reduction_kernel(name, channel_finish_blocks(std::max<std::uint32_t>(1, channels)),
+                                                   flops, dram_bytes, kind, channel_finish_threads);
+    k.shape.static_smem_bytes = 0;
     return k;
 }
 

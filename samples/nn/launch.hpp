@@ -51,10 +51,22 @@ braid::KernelEstimate elementwise_kernel(const std::string& name, std::uint64_t 
                                          double dram_bytes, braid::KernelClass kind = braid::KernelClass::elementwise,
                                          std::uint32_t elements_per_thread = 4);
 
-// One 512-thread block per row (a channel for batch-norm statistics, an
-// image for softmax), reducing the row in shared memory.
+// One `threads`-thread block per row (an image for softmax), reducing the
+// row in shared memory.
 braid::KernelEstimate row_reduction_kernel(const std::string& name, std::uint64_t rows, double flops,
-                                           double dram_bytes, braid::KernelClass kind = braid::KernelClass::reduction);
+                                           double dram_bytes, braid::KernelClass kind = braid::KernelClass::reduction,
+                                           std::uint32_t threads = 256);
+
+// The kernels of a per-channel reduction over NCHW activations of `images`
+// x `channels` x h x w, as the CUDA layers launch them
+// (nn/channel_reduction.hpp): one over the (slice, channel) grid (partial
+// sums in shared memory, or a pass that uses them), and the one thread per
+// channel that finishes the partials.
+braid::KernelEstimate channel_grid_kernel(const std::string& name, std::uint32_t images, std::uint32_t channels,
+                                          std::uint32_t h, std::uint32_t w, double flops, double dram_bytes,
+                                          braid::KernelClass kind);
+braid::KernelEstimate channel_finish_kernel(const std::string& name, std::uint32_t channels, double flops,
+                                            double dram_bytes, braid::KernelClass kind);
 
 // Bytes of `elements` floats.
 constexpr double float_bytes(std::uint64_t elements) { return static_cast<double>(elements) * 4.0; }

@@ -38,7 +38,7 @@ PassWork SoftmaxCrossEntropy::loss_sum_work() const {
 
 std::vector<braid::KernelEstimate> SoftmaxCrossEntropy::loss_sum_kernels() const {
     const PassWork w = loss_sum_work();
-    return {row_reduction_kernel("loss_sum", 1, w.flops, w.dram_bytes)};
+    return {row_reduction_kernel("loss_sum", 1, w.flops, w.dram_bytes, braid::KernelClass::reduction, 1)};
 }
 
 template <class T>

@@ -108,7 +108,7 @@ TEST_CASE("predicted against measured on the H200, with the built-in calibration
     // change which makes the predictions worse fails here.
     CHECK(graph_profile <= 6.0);
     CHECK(worst_profile <= 14.0);
-    CHECK(worst_estimate <= 24.0);
+    CHECK(worst_estimate <= 19.0);
     // Engine-family fits brought the mean from 9.6 % to 6.1 %.
     CHECK(mean_estimate <= 6.5);
 }
@@ -125,14 +125,14 @@ TEST_CASE("kernel launches of a step: the profiles ran more than the estimates k
     };
     // The figures docs/calibration.md quotes: cuDNN's helper kernels, and
     // own kernels that have changed since the profiles were taken.
-    CHECK(launches("resnet50-b8", std::nullopt) == std::pair<std::size_t, std::size_t>{700, 1036});
-    CHECK(launches("googlenet-noaux-b8", std::nullopt) == std::pair<std::size_t, std::size_t>{537, 720});
+    CHECK(launches("resnet50-b8", std::nullopt) == std::pair<std::size_t, std::size_t>{753, 1036});
+    CHECK(launches("googlenet-noaux-b8", std::nullopt) == std::pair<std::size_t, std::size_t>{594, 720});
     CHECK(launches("resnet50-b8", KernelClass::conv_backward_data) == std::pair<std::size_t, std::size_t>{52, 122});
-    CHECK(launches("resnet50-b8", KernelClass::normalization) == std::pair<std::size_t, std::size_t>{265, 424});
+    CHECK(launches("resnet50-b8", KernelClass::normalization) == std::pair<std::size_t, std::size_t>{318, 424});
     CHECK(launches("googlenet-noaux-b8", KernelClass::pooling_backward) == std::pair<std::size_t, std::size_t>{27, 14});
     const std::string table = samples::format_class_totals(in, c);
     CHECK(table.find("launches (est./prof.)") != std::string::npos);
-    CHECK(table.find("700 of 1036") != std::string::npos);
+    CHECK(table.find("753 of 1036") != std::string::npos);
     CHECK(table.find("    normalization") != std::string::npos);  // differs: listed
     CHECK(table.find("    optimizer") == std::string::npos);      // agrees: not listed
 }

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "nn/gradient_sum.hpp"
@@ -260,6 +261,52 @@ TEST_CASE("batch norm gradients and statistics (training mode)") {
     check_gradient(dx, numeric_gradient(x, loss), "batch norm dx", 1e-5);
     check_gradient(dgamma, numeric_gradient(gamma, loss), "batch norm dgamma");
     check_gradient(dbeta, numeric_gradient(beta, loss), "batch norm dbeta");
+}
+
+TEST_CASE("estimates list the per-channel reductions' kernels on the grids the CUDA layers launch") {
+    const auto grid = [](const braid::KernelEstimate& k) {
+        return std::array<std::uint32_t, 4>{k.shape.grid.x, k.shape.grid.y, k.shape.grid.z, k.shape.block.x};
+    };
+    using G = std::array<std::uint32_t, 4>;  // grid x, y, z, threads
+    // Grids the H200 profile of ResNet-50 at batch 8 recorded for bn1
+    // (8x64x112x112: 25 slices) and layer1.0.bn1 (8x64x56x56: 7 slices).
+    for (const auto& [in, slices] : {std::pair{Shape4{8, 64, 112, 112}, 25u}, std::pair{Shape4{8, 64, 56, 56}, 7u},
+                                     std::pair{Shape4{128, 64, 112, 112}, 64u}}) {  // at most 64
+        CAPTURE(to_string(in));
+        const BatchNorm2d bn(in, BatchNormConfig{});
+        for (const Pass p : {Pass::forward, Pass::backward_data}) {
+            const std::vector<braid::KernelEstimate> ks = bn.kernels(p, {});
+            REQUIRE(ks.size() == 2);
+            CHECK(grid(ks[0]) == G{slices, 64, 1, 256});
+            CHECK(grid(ks[1]) == G{slices, 64, 1, 256});
+        }
+        const std::vector<braid::KernelEstimate> weight = bn.kernels(Pass::backward_weight, {});
+        REQUIRE(weight.size() == 2);
+        CHECK(grid(weight[0]) == G{slices, 64, 1, 256});
+        CHECK(grid(weight[1]) == G{1, 1, 1, 128});  // a thread per channel finishes
+        for (const braid::KernelEstimate& k : weight) CHECK(k.kind == braid::KernelClass::normalization);
+    }
+    CHECK(grid(BatchNorm2d(Shape4{8, 200, 7, 7}, BatchNormConfig{}).kernels(Pass::backward_weight, {})[1]) ==
+          G{2, 1, 1, 128});
+    // A convolution's bias gradient after the library's weight gradient, as
+    // GoogLeNet's inception_5b/pool_proj at batch 8 ran it (8x128x7x7 out).
+    ConvConfig cfg;
+    cfg.out_channels = 128;
+    const Conv2d conv(Shape4{8, 832, 7, 7}, cfg);
+    const std::vector<braid::KernelEstimate> wgrad = conv.kernels(Pass::backward_weight, {});
+    REQUIRE(wgrad.size() >= 3);
+    CHECK(grid(wgrad[wgrad.size() - 2]) == G{1, 128, 1, 256});
+    CHECK(grid(wgrad.back()) == G{1, 1, 1, 128});
+    CHECK_FALSE(wgrad.back().library_helper);
+    cfg.bias = false;
+    CHECK(Conv2d(Shape4{8, 832, 7, 7}, cfg).kernels(Pass::backward_weight, {}).size() == wgrad.size() - 2);
+    // A fully connected bias gradient: a thread per feature; the loss: a
+    // block per image, then one thread.
+    const FullyConnected fc(Shape4{8, 1024, 1, 1}, FullyConnectedConfig{1000, true});
+    CHECK(grid(fc.kernels(Pass::backward_weight, {}).back()) == G{4, 1, 1, 256});
+    const SoftmaxCrossEntropy loss(Shape4{8, 1000, 1, 1}, SoftmaxLossConfig{});
+    CHECK(grid(loss.kernels(Pass::forward, {}).front()) == G{8, 1, 1, 256});
+    CHECK(grid(loss.loss_sum_kernels().front()) == G{1, 1, 1, 1});
 }
 
 TEST_CASE("relu gradient") {
