@@ -4,7 +4,9 @@
 // Or, with --profiles, measures a fresh data set for profiles braid-profile
 // wrote with the code at hand: for each, the serial and nimble plans and the
 // plan braid-profile wrote beside it (NAME.plan.json for NAME.profile.json),
-// in graph and eager mode. Rows of one network and launch mode are timed
+// in graph and eager mode, and in graph mode nimble's chains with the
+// critical path's chains urgent (NAME.nimble-critical-path.plan.json,
+// written beside the output). Rows of one network and launch mode are timed
 // together, round after round in rotating order (A B C, B C A, ...), so
 // drift and noise fall on every plan alike. Each row must name its bundled
 // network ("network").
@@ -27,6 +29,7 @@
 
 #include "braid/cuda/device.hpp"
 #include "braid/plan/plan_json.hpp"
+#include "braid/profiler/costs.hpp"
 #include "braid/planner/strategies/nimble.hpp"
 #include "braid/planner/strategies/serial.hpp"
 #include "braid/profiler/measurements.hpp"
@@ -71,6 +74,24 @@ braid::MeasurementSet fresh_rows(const Options& o) {
             m.rows.push_back(std::move(r));
         fmt::print("braid-measure: {}: serial, nimble{}, graph and eager\n", p,
                    plan ? " and " + *plan : " (no plan file beside it)");
+        // Nimble's chains with the critical path's chains urgent, in graph
+        // mode, timed beside plain nimble: whether stream priorities pay in
+        // a captured graph (the shipped H200 data set's ResNet-50 b8 braid
+        // plan was these chains with these priorities and took 11.45 ms,
+        // nimble's 9.46; docs/calibration.md).
+        if (profile.graph) {
+            const std::string name = std::filesystem::path(p).filename().string();
+            const std::string stem = name.ends_with(suffix) ? name.substr(0, name.size() - suffix.size()) : name;
+            const std::filesystem::path file = m.folder / (stem + ".nimble-critical-path.plan.json");
+            const braid::Plan urgent = braid::strategy::nimble_critical_path(
+                *profile.graph, braid::costs_from_profile(profile, *profile.graph, profile.device), profile.device.key);
+            std::ofstream f(file);
+            f << braid::to_json(urgent, *profile.graph).dump(2) << "\n";
+            if (!f.flush()) throw braid::Error("writing plan '" + file.string() + "' failed");
+            m.rows.push_back({"nimble-critical-path", relative_to(p, m.folder), relative_to(file.string(), m.folder),
+                              braid::LaunchMode::graph, {}, profile.run.settings});
+            fmt::print("braid-measure: {}: and {}, graph mode\n", p, file.string());
+        }
     }
     return m;
 }
@@ -256,7 +277,7 @@ int main(int argc, char** argv) {
     app.add_option("--profiles", o.profiles,
                    "instead, a fresh data set: profiles of bundled nets written by braid-profile (comma-separated); "
                    "each gets the serial and nimble plans and the plan file beside it (NAME.plan.json), graph and "
-                   "eager")
+                   "eager, and nimble's chains with critical-path priorities, graph mode")
         ->delimiter(',')
         ->check(CLI::ExistingFile)
         ->excludes(in);

@@ -522,12 +522,21 @@ TEST_CASE("braid-measure: a fresh data set from profiles, its rows checked befor
                               (dir / "out/m.json").string());
     CAPTURE(fresh.output);
     CHECK(fresh.output.find("serial, nimble and ../r8.plan.json, graph and eager") != std::string::npos);
+    // Nimble's chains with critical-path priorities, written beside the output for a graph-mode row.
+    CHECK(fresh.output.find("r8.nimble-critical-path.plan.json, graph mode") != std::string::npos);
+    const nlohmann::json urgent = braid::detail::load_json_file((dir / "out/r8.nimble-critical-path.plan.json").string());
+    CHECK(urgent.at("strategy") == "nimble");
+    std::map<int, int> priorities;  // priority -> streams
+    for (const nlohmann::json& st : urgent.at("streams")) ++priorities[st.at("priority").get<int>()];
+    CHECK(priorities.size() == 2);
+    CHECK(priorities[-1] >= 1);
+    CHECK(priorities[0] > priorities[-1]);
     if (fresh.status == 77) {
         CHECK(fresh.output.find("no CUDA device") != std::string::npos);
-    } else {  // with a GPU: six rows written, their files named relative to the file
+    } else {  // with a GPU: seven rows written, their files named relative to the file
         REQUIRE(fresh.status == 0);
         const braid::MeasurementSet m = braid::load_measurements((dir / "out/m.json").string());
-        CHECK(m.rows.size() == 6);
+        CHECK(m.rows.size() == 7);
         for (const braid::MeasuredRow& row : m.rows) {
             CHECK(std::filesystem::is_regular_file(m.folder / row.profile));
             if (row.plan != "serial" && row.plan != "nimble") CHECK(std::filesystem::is_regular_file(m.folder / row.plan));

@@ -145,6 +145,33 @@ TEST_CASE("nimble uses exactly as many streams as the graph is wide (brute force
     CHECK(checked > 40);
 }
 
+TEST_CASE("nimble_critical_path: nimble's steps and waits, the chains of the critical path urgent") {
+    for (const TestGraph& t : braid::testing::planner_test_graphs()) {
+        CAPTURE(t.name);
+        const Plan plain = strategy::nimble(t.graph, "h200");
+        const Plan urgent = strategy::nimble_critical_path(t.graph, t.costs, "h200");
+        CHECK(first_violation(urgent, t.graph) == "");
+        CHECK(urgent.steps == plain.steps);
+        CHECK(urgent.waits == plain.waits);
+        // Independently: the streams holding an op of the critical path, by the ops' kernel times.
+        std::vector<double> d;
+        for (const OpCost& c : t.costs) {
+            double ns = 0.0;
+            for (const KernelCost& k : c.kernels) ns += k.duration_ns;
+            d.push_back(ns);
+        }
+        std::vector<int> want(plain.stream_count(), 0);
+        for (OpId op : t.graph.critical_path(d).ops)
+            for (const PlanStep& st : plain.steps)
+                if (st.op == op) want[st.stream] = -1;
+        CHECK(urgent.stream_priorities == want);
+        CHECK(std::count(want.begin(), want.end(), -1) >= 1);
+    }
+    const TestGraph d = braid::testing::diamond();
+    CHECK(error_of([&] { (void)strategy::nimble_critical_path(d.graph, std::span(d.costs).first(1)); }) ==
+          "nimble_critical_path: got costs for 1 ops, the graph has " + std::to_string(d.graph.op_count()));
+}
+
 TEST_CASE("waits are minimal and sufficient (brute force over removing each wait)") {
     std::mt19937_64 rng(42);
     int waits_checked = 0;

@@ -295,15 +295,6 @@ public:
         return assemble(graph_, "braid", {}, dev_.key, priorities, placed, &reduced_preds_);
     }
 
-    // Nimble's chains, with the chains that carry the critical path urgent.
-    Plan nimble_with_priorities() {
-        Plan p = nimble(graph_, dev_.key);
-        std::vector<int> pr(p.stream_count(), 0);
-        for (const PlanStep& s : p.steps)
-            if (on_critical_path_.count(s.op)) pr[s.stream] = -1;
-        p.stream_priorities = pr;
-        return p;
-    }
 
     double fluid_ns(const Plan& plan) {
         const CompiledPlan c = compile_unchecked(plan, graph_);
@@ -376,7 +367,7 @@ inline BraidResult braid_plan(const OpGraph& graph, const DeviceSpec& dev, std::
     };
     all.push_back(baseline("serial", serial(graph, dev.key)));
     all.push_back(baseline("nimble", nimble(graph, dev.key)));
-    all.push_back(baseline("nimble", planner.nimble_with_priorities(), true));
+    all.push_back(baseline("nimble", nimble_critical_path(graph, costs, dev.key), true));
     all.push_back(baseline("glp4nn", glp4nn(graph, dev, costs, options.max_streams, dev.key)));
     all.push_back(baseline("ooo", ooo(graph, dev.key)));
     all.push_back(baseline("opara", opara(graph, costs, dev.key)));

@@ -8,10 +8,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "braid/detail/bit_matrix.hpp"
 #include "braid/graph/op_graph.hpp"
+#include "braid/model/cost.hpp"
 #include "braid/plan/plan.hpp"
 #include "braid/planner/strategies/assemble.hpp"
 
@@ -125,6 +128,21 @@ inline Plan nimble(const OpGraph& graph, std::string device = {}) {
     for (OpId op : graph.topological_order()) order.push_back(Placement{op, {cover.chain_of[op]}});
     return assemble(graph, "nimble", StrategyOptions{.chains = cover.chains}, std::move(device),
                     std::vector<int>(cover.chains, 0), order);
+}
+
+// Nimble's chains, with every chain that carries an op of the critical
+// path (by the ops' summed kernel times in `costs`) one priority more
+// urgent (-1) than the others (0): the candidate the braid planner weighs
+// as "nimble chains with critical-path priorities", and a measured row of
+// a fresh data set beside plain nimble (braid-measure).
+inline Plan nimble_critical_path(const OpGraph& graph, std::span<const OpCost> costs, std::string device = {}) {
+    require_costs_for<PlanError>(graph.op_count(), costs.size(), "nimble_critical_path");
+    Plan p = nimble(graph, std::move(device));
+    std::vector<bool> critical(graph.op_count(), false);
+    for (OpId op : graph.critical_path(op_durations_ns(costs)).ops) critical[op] = true;
+    for (const PlanStep& s : p.steps)
+        if (critical[s.op]) p.stream_priorities[s.stream] = -1;
+    return p;
 }
 
 }  // namespace braid::strategy
