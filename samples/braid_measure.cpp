@@ -29,9 +29,9 @@
 
 #include "braid/cuda/device.hpp"
 #include "braid/plan/plan_json.hpp"
-#include "braid/profiler/costs.hpp"
 #include "braid/planner/strategies/nimble.hpp"
 #include "braid/planner/strategies/serial.hpp"
+#include "braid/profiler/costs.hpp"
 #include "braid/profiler/measurements.hpp"
 #include "cuda/cuda_trainer.hpp"
 #include "cuda/gpu_program.hpp"
@@ -83,8 +83,14 @@ braid::MeasurementSet fresh_rows(const Options& o) {
             const std::string name = std::filesystem::path(p).filename().string();
             const std::string stem = name.ends_with(suffix) ? name.substr(0, name.size() - suffix.size()) : name;
             const std::filesystem::path file = m.folder / (stem + ".nimble-critical-path.plan.json");
-            const braid::Plan urgent = braid::strategy::nimble_critical_path(
-                *profile.graph, braid::costs_from_profile(profile, *profile.graph, profile.device), profile.device.key);
+            braid::Plan urgent;
+            try {
+                urgent = braid::strategy::nimble_critical_path(
+                    *profile.graph, braid::costs_from_profile(profile, *profile.graph, profile.device),
+                    profile.device.key);
+            } catch (const std::exception& e) {
+                throw braid::Error("profile '" + p + "': " + e.what());
+            }
             std::ofstream f(file);
             f << braid::to_json(urgent, *profile.graph).dump(2) << "\n";
             if (!f.flush()) throw braid::Error("writing plan '" + file.string() + "' failed");

@@ -295,7 +295,6 @@ public:
         return assemble(graph_, "braid", {}, dev_.key, priorities, placed, &reduced_preds_);
     }
 
-
     double fluid_ns(const Plan& plan) {
         const CompiledPlan c = compile_unchecked(plan, graph_);
         std::vector<FluidStep> steps;
