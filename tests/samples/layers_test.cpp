@@ -270,8 +270,11 @@ TEST_CASE("estimates list the per-channel reductions' kernels on the grids the C
     using G = std::array<std::uint32_t, 4>;  // grid x, y, z, threads
     // Grids the H200 profile of ResNet-50 at batch 8 recorded for bn1
     // (8x64x112x112: 25 slices) and layer1.0.bn1 (8x64x56x56: 7 slices).
-    for (const auto& [in, slices] : {std::pair{Shape4{8, 64, 112, 112}, 25u}, std::pair{Shape4{8, 64, 56, 56}, 7u},
-                                     std::pair{Shape4{128, 64, 112, 112}, 64u}}) {  // at most 64
+    for (const std::pair<Shape4, unsigned>& c : {std::pair{Shape4{8, 64, 112, 112}, 25u},
+                                                 std::pair{Shape4{8, 64, 56, 56}, 7u},
+                                                 std::pair{Shape4{128, 64, 112, 112}, 64u}}) {  // at most 64
+        const Shape4 in = c.first;
+        const unsigned slices = c.second;
         CAPTURE(to_string(in));
         const BatchNorm2d bn(in, BatchNormConfig{});
         for (const Pass p : {Pass::forward, Pass::backward_data}) {
