@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <type_traits>
+#include <utility>
 
 #include "cuda/kernel_bodies.hpp"
 
@@ -24,6 +25,37 @@ unsigned blocks_for(std::uint64_t work) {
     return static_cast<unsigned>(b < (1u << 22) ? b : (1u << 22));  // grid-stride loops cover the rest
 }
 
+// The first statement of every kernel here. Launched programmatically
+// (KernelStream::programmatic), a kernel's blocks may start while the
+// kernels before it in the stream still run: they wait here until those
+// have completed and their writes are visible. Then they let the next
+// programmatic launch start, whose blocks wait in turn, so that kernel's
+// launch overlaps this one's run. Launched plainly, or on a GPU before
+// compute capability 9.0, both are no-ops.
+__device__ inline void await_previous_kernels() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaGridDependencySynchronize();
+    cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+
+// Launches `kernel` on s.stream, programmatically when s says so; the
+// status is left for launched() (cudaGetLastError), as a triple-chevron launch's.
+template <class... Params, class... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, KernelStream s, Args&&... args) {
+    cudaLaunchAttribute programmatic{};
+    programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    programmatic.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = 0;
+    config.stream = s.stream;
+    config.attrs = s.programmatic ? &programmatic : nullptr;
+    config.numAttrs = s.programmatic ? 1 : 0;
+    (void)cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
 __device__ inline std::uint64_t global_thread() {
     return std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
 }
@@ -33,21 +65,25 @@ __device__ inline std::uint64_t grid_threads() { return std::uint64_t{gridDim.x}
 
 template <int V>
 __global__ void relu_forward_kernel(UnitGrid g, ConstDeviceImages x, DeviceImages y) {
+    await_previous_kernels();
     for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads()) unary_unit<V>(ReluForwardOp{}, g, x, y, u);
 }
 
 template <int V>
 __global__ void relu_backward_kernel(UnitGrid g, ConstDeviceImages y, ConstDeviceImages dy, DeviceImages dx) {
+    await_previous_kernels();
     for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads())
         binary_unit<V>(ReluBackwardOp{}, g, y, dy, dx, u);
 }
 
 template <int V, class Op>
 __global__ void add_kernel(UnitGrid g, ConstDeviceImages a, ConstDeviceImages b, DeviceImages y) {
+    await_previous_kernels();
     for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads()) binary_unit<V>(Op{}, g, a, b, y, u);
 }
 
 __global__ void bias_add_kernel(DeviceImages y, const float* bias, std::uint64_t total) {
+    await_previous_kernels();
     const std::uint64_t e = y.image_elements(), plane = std::uint64_t{y.h} * y.w;
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
         const std::uint64_t n = quotient(t, e), i = t - n * e;
@@ -58,21 +94,25 @@ __global__ void bias_add_kernel(DeviceImages y, const float* bias, std::uint64_t
 
 template <int V>
 __global__ void channels_last_bias_kernel(UnitGrid g, const float* bias, DeviceImages y) {
+    await_previous_kernels();
     for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads()) channels_last_bias_unit<V>(g, bias, y, u);
 }
 
 // ------------------------------------------------------------ LRN
 
 __global__ void lrn_forward_kernel(LrnArgs a, ConstDeviceImages x, DeviceImages y, std::uint64_t total) {
+    await_previous_kernels();
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) lrn_forward_at(a, x, y, t);
 }
 
 __global__ void lrn_backward_kernel(LrnArgs a, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
                                     DeviceImages dx, std::uint64_t total) {
+    await_previous_kernels();
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) lrn_backward_at(a, x, y, dy, dx, t);
 }
 
 __global__ void dropout_kernel(DropoutArgs a, ConstDeviceImages in, DeviceImages out, std::uint64_t total) {
+    await_previous_kernels();
     const std::uint64_t e = in.image_elements(), plane = std::uint64_t{in.h} * in.w;
     const std::uint64_t iteration = *a.step;
     const std::uint64_t tag = stream_tag(RandomStream::dropout, a.layer);
@@ -86,6 +126,7 @@ __global__ void dropout_kernel(DropoutArgs a, ConstDeviceImages in, DeviceImages
 
 template <int V>
 __global__ void gradient_sum_kernel(GradientPartials p, UnitGrid g, DeviceImages total) {
+    await_previous_kernels();
     for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads()) gradient_sum_unit<V>(p, g, total, u);
 }
 
@@ -95,6 +136,7 @@ __global__ void gradient_sum_kernel(GradientPartials p, UnitGrid g, DeviceImages
 // their unit pixel step (p.channels_last says the same at run time).
 template <bool CL>
 __global__ void pool_forward_kernel(PoolArgs p, ConstDeviceImages x, DeviceImages y, std::uint64_t total) {
+    await_previous_kernels();
     p.channels_last = CL;
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads())
         y.data[pool_output_offset(p, y.c, y.image_stride, t)] = pool_forward_at(p, x, t);
@@ -103,6 +145,7 @@ __global__ void pool_forward_kernel(PoolArgs p, ConstDeviceImages x, DeviceImage
 template <bool CL>
 __global__ void pool_argmax_kernel(PoolArgs p, ConstDeviceImages x, ConstDeviceImages y, std::int32_t* argmax,
                                    std::uint64_t total) {
+    await_previous_kernels();
     p.channels_last = CL;
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) argmax[t] = pool_argmax_at(p, x, y, t);
 }
@@ -110,12 +153,14 @@ __global__ void pool_argmax_kernel(PoolArgs p, ConstDeviceImages x, ConstDeviceI
 template <bool CL>
 __global__ void pool_backward_kernel(PoolArgs p, const std::int32_t* argmax, ConstDeviceImages dy, DeviceImages dx,
                                      std::uint64_t total) {
+    await_previous_kernels();
     p.channels_last = CL;
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads())
         dx.data[pool_input_offset(p, dx.c, dx.image_stride, t)] = pool_backward_at(p, argmax, dy, dx.c, t);
 }
 
 __global__ void layout_copy_kernel(ConstDeviceImages in, DeviceImages out, bool to_channels_last, std::uint64_t total) {
+    await_previous_kernels();
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) layout_copy_at(in, out, to_channels_last, t);
 }
 
@@ -148,6 +193,7 @@ __device__ inline double ordered_sum(const double* partials, unsigned count) {
 
 template <int V>
 __global__ void channel_sum_partials(ConstDeviceImages x, double* partials) {
+    await_previous_kernels();
     __shared__ double shared[threads];
     const std::uint32_t c = blockIdx.y;
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
@@ -164,6 +210,7 @@ __global__ void channel_sum_partials(ConstDeviceImages x, double* partials) {
 // in double (the shifted-data form of the variance, see channel_moments).
 template <int V>
 __global__ void channel_moments_partials(ConstDeviceImages x, double* sums, double* squares) {
+    await_previous_kernels();
     __shared__ double shared[threads];
     const std::uint32_t c = blockIdx.y;
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
@@ -217,6 +264,7 @@ __global__ void batch_norm_normalize(BatchNormArgs a, ConstDeviceImages x, const
                                      const double* squares, const float* gamma, const float* beta,
                                      float* saved_mean, float* saved_inv_std, float* running_mean,
                                      float* running_var, DeviceImages y) {
+    await_previous_kernels();
     __shared__ float mean_shared, inv_std_shared;
     const std::uint32_t c = blockIdx.y;
     if (threadIdx.x == 0)
@@ -252,6 +300,7 @@ __device__ Floats<V> normalized_gradient(ConstDeviceImages dy, ConstDeviceImages
 template <int V>
 __global__ void batch_norm_backward_partials(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                              const float* saved_mean, const float* saved_inv_std, double* partials) {
+    await_previous_kernels();
     __shared__ double shared[threads];
     const std::uint32_t c = blockIdx.y;
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
@@ -283,6 +332,7 @@ template <int V>
 __global__ void batch_norm_backward_dx(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                        const float* gamma, const float* saved_mean, const float* saved_inv_std,
                                        const double* partials, BatchNormSums sums, DeviceImages dx) {
+    await_previous_kernels();
     __shared__ float mean_dy, mean_dy_xhat;
     const std::uint32_t c = blockIdx.y;
     const std::uint64_t plane = std::uint64_t{x.h} * x.w;
@@ -343,6 +393,7 @@ __device__ inline std::uint32_t channels_last_channel() {
 // Without Moments (a bias gradient) only the sums, of x itself.
 template <bool Moments>
 __global__ void channels_last_partials(ConstDeviceImages x, double* sums, double* squares) {
+    await_previous_kernels();
     static_assert(channels_last_lanes * channels_last_rows == threads, "a block is lanes x rows");
     __shared__ double shared[threads];
     const std::uint32_t c = channels_last_channel();
@@ -367,6 +418,7 @@ __global__ void channels_last_partials(ConstDeviceImages x, double* sums, double
 __global__ void channels_last_statistics(BatchNormArgs a, ConstDeviceImages x, std::uint32_t slices,
                                          const double* sums, const double* squares, float* saved_mean,
                                          float* saved_inv_std, float* running_mean, float* running_var) {
+    await_previous_kernels();
     const std::uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= x.c) return;
     float mean = 0.0f, inv_std = 0.0f;
@@ -376,6 +428,7 @@ __global__ void channels_last_statistics(BatchNormArgs a, ConstDeviceImages x, s
 
 template <int V>
 __global__ void channels_last_normalize(ChannelsLastNormalize a, UnitGrid g, ConstDeviceImages x, DeviceImages y) {
+    await_previous_kernels();
     for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads()) batch_norm_normalize_unit<V>(a, g, x, y, u);
 }
 
@@ -384,6 +437,7 @@ __global__ void channels_last_normalize(ChannelsLastNormalize a, UnitGrid g, Con
 __global__ void channels_last_backward_partials(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                                 const float* saved_mean, const float* saved_inv_std,
                                                 double* partials) {
+    await_previous_kernels();
     __shared__ double shared[threads];
     const std::uint32_t c = channels_last_channel();
     double s_dy = 0.0, s_dy_xhat = 0.0;
@@ -412,6 +466,7 @@ __global__ void channels_last_backward_partials(ConstDeviceImages x, ConstDevice
 // from the partials, in slice order; with `sums`, the weight gradient too.
 __global__ void channels_last_backward_means(std::uint32_t channels, std::uint32_t slices, double count,
                                              const double* partials, float* means, BatchNormSums sums) {
+    await_previous_kernels();
     const std::uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= channels) return;
     const std::uint64_t cs = std::uint64_t{channels} * slices;
@@ -428,12 +483,14 @@ __global__ void channels_last_backward_means(std::uint32_t channels, std::uint32
 template <int V>
 __global__ void channels_last_dx(ChannelsLastBackward a, UnitGrid g, ConstDeviceImages x, ConstDeviceImages dy,
                                  ConstDeviceImages y, DeviceImages dx) {
+    await_previous_kernels();
     for (std::uint64_t u = global_thread(); u < g.units; u += grid_threads())
         batch_norm_dx_unit<V>(a, g, x, dy, y, dx, u);
 }
 
 __global__ void batch_norm_weight_gradients(std::uint32_t channels, std::uint32_t slices, const double* partials,
                                             float* dgamma, float* dbeta) {
+    await_previous_kernels();
     const std::uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= channels) return;
     const std::uint64_t cs = std::uint64_t{channels} * slices;
@@ -442,12 +499,14 @@ __global__ void batch_norm_weight_gradients(std::uint32_t channels, std::uint32_
 }
 
 __global__ void channel_sum_finish(std::uint32_t channels, std::uint32_t slices, const double* partials, float* out) {
+    await_previous_kernels();
     const std::uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= channels) return;
     out[c] = static_cast<float>(ordered_sum(partials + std::uint64_t{c} * slices, slices));
 }
 
 __global__ void feature_sum_kernel(ConstDeviceImages dy, float* db) {
+    await_previous_kernels();
     const std::uint64_t features = dy.image_elements();
     const std::uint64_t o = global_thread();
     if (o >= features) return;
@@ -461,6 +520,7 @@ __global__ void feature_sum_kernel(ConstDeviceImages dy, float* db) {
 __global__ void softmax_loss_forward_kernel(ConstDeviceImages logits, const std::int32_t* labels,
                                             DeviceImages probabilities, float* per_image_loss,
                                             std::uint32_t first_image) {
+    await_previous_kernels();
     __shared__ double shared[threads];
     __shared__ float zmax_shared;
     const std::uint32_t n = blockIdx.x;
@@ -495,6 +555,7 @@ __global__ void softmax_loss_forward_kernel(ConstDeviceImages logits, const std:
 }
 
 __global__ void softmax_loss_sum_kernel(const float* per_image_loss, std::uint32_t images, float weight, float* loss) {
+    await_previous_kernels();
     double sum = 0.0;
     for (std::uint32_t n = 0; n < images; ++n) sum += static_cast<double>(per_image_loss[n]);
     *loss = static_cast<float>(static_cast<double>(weight) * sum / images);
@@ -502,6 +563,7 @@ __global__ void softmax_loss_sum_kernel(const float* per_image_loss, std::uint32
 
 __global__ void softmax_loss_backward_kernel(ConstDeviceImages p, const std::int32_t* labels, DeviceImages g,
                                              float scale, std::uint32_t first_image, std::uint64_t total) {
+    await_previous_kernels();
     const std::uint64_t classes = p.image_elements();
     for (std::uint64_t t = global_thread(); t < total; t += grid_threads()) {
         const std::uint64_t n = quotient(t, classes), c = t - n * classes;
@@ -513,6 +575,7 @@ __global__ void softmax_loss_backward_kernel(ConstDeviceImages p, const std::int
 // ------------------------------------------------------------ SGD, data, step
 
 __global__ void sgd_kernel(SgdArgs a, SgdBatch batch) {
+    await_previous_kernels();
     const SgdChunk c = sgd_chunk_of(batch, blockIdx.x);
     const SgdTensor& s = batch.t[c.tensor];
     for (std::uint64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) sgd_element(a, s, i);
@@ -520,6 +583,7 @@ __global__ void sgd_kernel(SgdArgs a, SgdBatch batch) {
 
 __global__ void synthetic_data_kernel(SyntheticDataArgs a, DeviceImages images, std::int32_t* labels,
                                       std::uint64_t total) {
+    await_previous_kernels();
     const std::uint64_t e = images.image_elements(), plane = std::uint64_t{images.h} * images.w;
     const std::uint64_t step = *a.step;
     const std::uint64_t iteration = a.data_batches == 0 ? step : step % a.data_batches;
@@ -533,7 +597,10 @@ __global__ void synthetic_data_kernel(SyntheticDataArgs a, DeviceImages images, 
     }
 }
 
-__global__ void advance_step_kernel(std::uint64_t* step) { *step += 1; }
+__global__ void advance_step_kernel(std::uint64_t* step) {
+    await_previous_kernels();
+    *step += 1;
+}
 
 cudaError_t launched() { return cudaGetLastError(); }
 
@@ -577,80 +644,83 @@ UnitLaunch channels_last_launch(ConstDeviceImages x, std::initializer_list<Const
 
 }  // namespace
 
-cudaError_t launch_relu_forward(ConstDeviceImages x, DeviceImages y, cudaStream_t stream) {
+cudaError_t launch_relu_forward(ConstDeviceImages x, DeviceImages y, KernelStream stream) {
     const UnitLaunch l = unit_launch(x.images, x.image_elements(), {x, y});
     if (l.grid.units == 0) return cudaSuccess;
     with_width(l.width, [&](auto w) {
-        relu_forward_kernel<decltype(w)::value><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, x, y);
+        launch(relu_forward_kernel<decltype(w)::value>, blocks_for(l.grid.units), threads, stream, l.grid, x, y);
     });
     return launched();
 }
 
-cudaError_t launch_relu_backward(ConstDeviceImages y, ConstDeviceImages dy, DeviceImages dx, cudaStream_t stream) {
+cudaError_t launch_relu_backward(ConstDeviceImages y, ConstDeviceImages dy, DeviceImages dx, KernelStream stream) {
     const UnitLaunch l = unit_launch(y.images, y.image_elements(), {y, dy, dx});
     if (l.grid.units == 0) return cudaSuccess;
     with_width(l.width, [&](auto w) {
-        relu_backward_kernel<decltype(w)::value><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, y, dy, dx);
+        launch(relu_backward_kernel<decltype(w)::value>, blocks_for(l.grid.units), threads, stream, l.grid, y, dy, dx);
     });
     return launched();
 }
 
-cudaError_t launch_add(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, bool relu, cudaStream_t stream) {
+cudaError_t launch_add(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, bool relu, KernelStream stream) {
     const UnitLaunch l = unit_launch(a.images, a.image_elements(), {a, b, y});
     if (l.grid.units == 0) return cudaSuccess;
     with_width(l.width, [&](auto w) {
         constexpr int V = decltype(w)::value;
-        if (relu) add_kernel<V, AddReluOp><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, a, b, y);
-        else add_kernel<V, AddOp><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, a, b, y);
+        if (relu)
+            launch(add_kernel<V, AddReluOp>, blocks_for(l.grid.units), threads, stream, l.grid, a, b, y);
+        else
+            launch(add_kernel<V, AddOp>, blocks_for(l.grid.units), threads, stream, l.grid, a, b, y);
     });
     return launched();
 }
 
-cudaError_t launch_bias_add(DeviceImages y, const float* bias, cudaStream_t stream, bool channels_last) {
+cudaError_t launch_bias_add(DeviceImages y, const float* bias, KernelStream stream, bool channels_last) {
     const std::uint64_t total = std::uint64_t{y.images} * y.image_elements();
     if (total == 0) return cudaSuccess;
     if (channels_last) {
         const UnitLaunch l = channels_last_launch(y, {y});
         with_width(l.width, [&](auto w) {
-            channels_last_bias_kernel<decltype(w)::value><<<blocks_for(l.grid.units), threads, 0, stream>>>(l.grid, bias, y);
+            launch(channels_last_bias_kernel<decltype(w)::value>, blocks_for(l.grid.units), threads, stream, l.grid,
+                   bias, y);
         });
         return launched();
     }
-    bias_add_kernel<<<blocks_for(total), threads, 0, stream>>>(y, bias, total);
+    launch(bias_add_kernel, blocks_for(total), threads, stream, y, bias, total);
     return launched();
 }
 
-cudaError_t launch_lrn_forward(const LrnArgs& a, ConstDeviceImages x, DeviceImages y, cudaStream_t stream) {
+cudaError_t launch_lrn_forward(const LrnArgs& a, ConstDeviceImages x, DeviceImages y, KernelStream stream) {
     const std::uint64_t total = std::uint64_t{x.images} * x.image_elements();
     if (total == 0) return cudaSuccess;
-    lrn_forward_kernel<<<blocks_for(total), threads, 0, stream>>>(a, x, y, total);
+    launch(lrn_forward_kernel, blocks_for(total), threads, stream, a, x, y, total);
     return launched();
 }
 
 cudaError_t launch_lrn_backward(const LrnArgs& a, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
-                                DeviceImages dx, cudaStream_t stream) {
+                                DeviceImages dx, KernelStream stream) {
     const std::uint64_t total = std::uint64_t{x.images} * x.image_elements();
     if (total == 0) return cudaSuccess;
-    lrn_backward_kernel<<<blocks_for(total), threads, 0, stream>>>(a, x, y, dy, dx, total);
+    launch(lrn_backward_kernel, blocks_for(total), threads, stream, a, x, y, dy, dx, total);
     return launched();
 }
 
-cudaError_t launch_layout_copy(ConstDeviceImages in, DeviceImages out, bool to_channels_last, cudaStream_t stream) {
+cudaError_t launch_layout_copy(ConstDeviceImages in, DeviceImages out, bool to_channels_last, KernelStream stream) {
     const std::uint64_t total = std::uint64_t{in.images} * in.image_elements();
     if (total == 0) return cudaSuccess;
-    layout_copy_kernel<<<blocks_for(total), threads, 0, stream>>>(in, out, to_channels_last, total);
+    launch(layout_copy_kernel, blocks_for(total), threads, stream, in, out, to_channels_last, total);
     return launched();
 }
 
-cudaError_t launch_dropout(const DropoutArgs& args, ConstDeviceImages in, DeviceImages out, cudaStream_t stream) {
+cudaError_t launch_dropout(const DropoutArgs& args, ConstDeviceImages in, DeviceImages out, KernelStream stream) {
     const std::uint64_t total = std::uint64_t{in.images} * in.image_elements();
     if (total == 0) return cudaSuccess;
-    dropout_kernel<<<blocks_for(total), threads, 0, stream>>>(args, in, out, total);
+    launch(dropout_kernel, blocks_for(total), threads, stream, args, in, out, total);
     return launched();
 }
 
 cudaError_t launch_gradient_sum(const ConstDeviceImages* partials, std::uint32_t count, DeviceImages total,
-                                cudaStream_t stream) {
+                                KernelStream stream) {
     if (count == 0 || count > max_gradient_partials) return cudaErrorInvalidValue;
     GradientPartials p{};
     p.count = count;
@@ -672,16 +742,16 @@ cudaError_t launch_gradient_sum(const ConstDeviceImages* partials, std::uint32_t
     const UnitGrid g = unit_grid(total.images, total.image_elements(), width, flat);
     if (g.units == 0) return cudaSuccess;
     with_width(width, [&](auto w) {
-        gradient_sum_kernel<decltype(w)::value><<<blocks_for(g.units), threads, 0, stream>>>(p, g, total);
+        launch(gradient_sum_kernel<decltype(w)::value>, blocks_for(g.units), threads, stream, p, g, total);
     });
     return launched();
 }
 
-cudaError_t launch_pool_forward(const PoolArgs& p, ConstDeviceImages x, DeviceImages y, cudaStream_t stream) {
+cudaError_t launch_pool_forward(const PoolArgs& p, ConstDeviceImages x, DeviceImages y, KernelStream stream) {
     const std::uint64_t total = std::uint64_t{x.images} * x.c * p.out_h * p.out_w;
     if (total == 0) return cudaSuccess;
     with_layout(p, [&](auto cl) {
-        pool_forward_kernel<decltype(cl)::value><<<blocks_for(total), threads, 0, stream>>>(p, x, y, total);
+        launch(pool_forward_kernel<decltype(cl)::value>, blocks_for(total), threads, stream, p, x, y, total);
     });
     return launched();
 }
@@ -691,18 +761,19 @@ std::size_t pool_backward_scratch_bytes(const PoolArgs& p, std::uint32_t images,
 }
 
 cudaError_t launch_pool_backward(const PoolArgs& p, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
-                                 DeviceImages dx, std::int32_t* argmax, cudaStream_t stream) {
+                                 DeviceImages dx, std::int32_t* argmax, KernelStream stream) {
     const std::uint64_t total = std::uint64_t{dx.images} * dx.c * p.in_h * p.in_w;
     if (total == 0) return cudaSuccess;
     if (p.max) {
         if (argmax == nullptr) return cudaErrorInvalidValue;
         const std::uint64_t outputs = std::uint64_t{dx.images} * dx.c * p.out_h * p.out_w;
         with_layout(p, [&](auto cl) {
-            pool_argmax_kernel<decltype(cl)::value><<<blocks_for(outputs), threads, 0, stream>>>(p, x, y, argmax, outputs);
+            launch(pool_argmax_kernel<decltype(cl)::value>, blocks_for(outputs), threads, stream, p, x, y, argmax,
+                   outputs);
         });
     }
     with_layout(p, [&](auto cl) {
-        pool_backward_kernel<decltype(cl)::value><<<blocks_for(total), threads, 0, stream>>>(p, argmax, dy, dx, total);
+        launch(pool_backward_kernel<decltype(cl)::value>, blocks_for(total), threads, stream, p, argmax, dy, dx, total);
     });
     return launched();
 }
@@ -719,18 +790,17 @@ namespace {
 
 cudaError_t channels_last_forward(const BatchNormArgs& a, ConstDeviceImages x, const float* gamma, const float* beta,
                                   DeviceImages y, float* saved_mean, float* saved_inv_std, float* running_mean,
-                                  float* running_var, double* scratch, cudaStream_t stream) {
+                                  float* running_var, double* scratch, KernelStream stream) {
     const std::uint32_t s = channels_last_slices(x.images, x.c, x.h, x.w);
     double* sums = scratch;
     double* squares = scratch + std::size_t{x.c} * s;
-    channels_last_partials<true><<<dim3(s, channels_last_groups(x.c)), threads, 0, stream>>>(x, sums, squares);
-    channels_last_statistics
-        <<<channel_finish_blocks(x.c), channel_finish_threads, 0, stream>>>(a, x, s, sums, squares, saved_mean,
-                                                                              saved_inv_std, running_mean, running_var);
+    launch(channels_last_partials<true>, dim3(s, channels_last_groups(x.c)), threads, stream, x, sums, squares);
+    launch(channels_last_statistics, channel_finish_blocks(x.c), channel_finish_threads, stream, a, x, s, sums, squares,
+           saved_mean, saved_inv_std, running_mean, running_var);
     const UnitLaunch l = channels_last_launch(x, {x, y});
     const ChannelsLastNormalize n{saved_mean, saved_inv_std, gamma, beta, a.relu};
     with_width(l.width, [&](auto w) {
-        channels_last_normalize<decltype(w)::value><<<blocks_for(l.grid.units), threads, 0, stream>>>(n, l.grid, x, y);
+        launch(channels_last_normalize<decltype(w)::value>, blocks_for(l.grid.units), threads, stream, n, l.grid, x, y);
     });
     return launched();
 }
@@ -739,7 +809,7 @@ cudaError_t channels_last_forward(const BatchNormArgs& a, ConstDeviceImages x, c
 
 cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages x, const float* gamma,
                                       const float* beta, DeviceImages y, float* saved_mean, float* saved_inv_std,
-                                      float* running_mean, float* running_var, double* scratch, cudaStream_t stream) {
+                                      float* running_mean, float* running_var, double* scratch, KernelStream stream) {
     if (x.images == 0 || x.c == 0) return cudaSuccess;
     if (a.channels_last)
         return channels_last_forward(a, x, gamma, beta, y, saved_mean, saved_inv_std, running_mean, running_var,
@@ -750,9 +820,9 @@ cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages 
     double* squares = scratch + std::size_t{x.c} * s;
     with_width(channel_vector_width(std::uint64_t{x.h} * x.w, {x, y}), [&](auto w) {
         constexpr int V = decltype(w)::value;
-        channel_moments_partials<V><<<grid, threads, 0, stream>>>(x, sums, squares);
-        batch_norm_normalize<V><<<grid, threads, 0, stream>>>(a, x, sums, squares, gamma, beta, saved_mean,
-                                                               saved_inv_std, running_mean, running_var, y);
+        launch(channel_moments_partials<V>, grid, threads, stream, x, sums, squares);
+        launch(batch_norm_normalize<V>, grid, threads, stream, a, x, sums, squares, gamma, beta, saved_mean,
+               saved_inv_std, running_mean, running_var, y);
     });
     return launched();
 }
@@ -760,21 +830,22 @@ cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages 
 cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                             const float* gamma, const float* saved_mean, const float* saved_inv_std,
                                             BatchNormSums sums, DeviceImages dx, double* scratch,
-                                            cudaStream_t stream, bool channels_last) {
+                                            KernelStream stream, bool channels_last) {
     if (x.images == 0 || x.c == 0) return cudaSuccess;
     if ((sums.dgamma == nullptr) != (sums.dbeta == nullptr) || scratch == nullptr) return cudaErrorInvalidValue;
     if (channels_last) {
         const std::uint32_t s = channels_last_slices(x.images, x.c, x.h, x.w);
-        channels_last_backward_partials<<<dim3(s, channels_last_groups(x.c)), threads, 0, stream>>>(
-            x, dy, y, saved_mean, saved_inv_std, scratch);
+        launch(channels_last_backward_partials, dim3(s, channels_last_groups(x.c)), threads, stream, x, dy, y,
+               saved_mean, saved_inv_std, scratch);
         auto* means = reinterpret_cast<float*>(scratch + 2 * std::size_t{x.c} * s);
         const double count = static_cast<double>(x.images) * static_cast<double>(std::uint64_t{x.h} * x.w);
-        channels_last_backward_means
-            <<<channel_finish_blocks(x.c), channel_finish_threads, 0, stream>>>(x.c, s, count, scratch, means, sums);
+        launch(channels_last_backward_means, channel_finish_blocks(x.c), channel_finish_threads, stream, x.c, s, count,
+               scratch, means, sums);
         const UnitLaunch l = channels_last_launch(x, {x, dy, y, dx});
         const ChannelsLastBackward b{gamma, saved_mean, saved_inv_std, means, means + x.c};
         with_width(l.width, [&](auto w) {
-            channels_last_dx<decltype(w)::value><<<blocks_for(l.grid.units), threads, 0, stream>>>(b, l.grid, x, dy, y, dx);
+            launch(channels_last_dx<decltype(w)::value>, blocks_for(l.grid.units), threads, stream, b, l.grid, x, dy, y,
+                   dx);
         });
         return launched();
     }
@@ -783,92 +854,92 @@ cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImag
     // The sums walk with the width backward_weight's walk has (it reads the
     // same views), so shared sums get its bits whatever dx's alignment.
     with_width(channel_vector_width(plane, {x, dy, y}), [&](auto w) {
-        batch_norm_backward_partials<decltype(w)::value>
-            <<<grid, threads, 0, stream>>>(x, dy, y, saved_mean, saved_inv_std, scratch);
+        launch(batch_norm_backward_partials<decltype(w)::value>, grid, threads, stream, x, dy, y, saved_mean,
+               saved_inv_std, scratch);
     });
     with_width(channel_vector_width(plane, {x, dy, dx, y}), [&](auto w) {
-        batch_norm_backward_dx<decltype(w)::value>
-            <<<grid, threads, 0, stream>>>(x, dy, y, gamma, saved_mean, saved_inv_std, scratch, sums, dx);
+        launch(batch_norm_backward_dx<decltype(w)::value>, grid, threads, stream, x, dy, y, gamma, saved_mean,
+               saved_inv_std, scratch, sums, dx);
     });
     return launched();
 }
 
 cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                               const float* saved_mean, const float* saved_inv_std, float* dgamma,
-                                              float* dbeta, double* scratch, cudaStream_t stream,
+                                              float* dbeta, double* scratch, KernelStream stream,
                                               bool channels_last) {
     if (x.images == 0 || x.c == 0) return cudaSuccess;
     if (channels_last) {
         const std::uint32_t s = channels_last_slices(x.images, x.c, x.h, x.w);
-        channels_last_backward_partials<<<dim3(s, channels_last_groups(x.c)), threads, 0, stream>>>(
-            x, dy, y, saved_mean, saved_inv_std, scratch);
-        batch_norm_weight_gradients
-            <<<channel_finish_blocks(x.c), channel_finish_threads, 0, stream>>>(x.c, s, scratch, dgamma, dbeta);
+        launch(channels_last_backward_partials, dim3(s, channels_last_groups(x.c)), threads, stream, x, dy, y,
+               saved_mean, saved_inv_std, scratch);
+        launch(batch_norm_weight_gradients, channel_finish_blocks(x.c), channel_finish_threads, stream, x.c, s, scratch,
+               dgamma, dbeta);
         return launched();
     }
     const std::uint32_t s = channel_slices(x.images, x.h, x.w);
     with_width(channel_vector_width(std::uint64_t{x.h} * x.w, {x, dy, y}), [&](auto w) {
         constexpr int V = decltype(w)::value;
-        batch_norm_backward_partials<V>
-            <<<dim3(s, x.c), threads, 0, stream>>>(x, dy, y, saved_mean, saved_inv_std, scratch);
+        launch(batch_norm_backward_partials<V>, dim3(s, x.c), threads, stream, x, dy, y, saved_mean, saved_inv_std,
+               scratch);
     });
-    batch_norm_weight_gradients
-        <<<channel_finish_blocks(x.c), channel_finish_threads, 0, stream>>>(x.c, s, scratch, dgamma, dbeta);
+    launch(batch_norm_weight_gradients, channel_finish_blocks(x.c), channel_finish_threads, stream, x.c, s, scratch,
+           dgamma, dbeta);
     return launched();
 }
 
-cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch, cudaStream_t stream,
+cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch, KernelStream stream,
                                bool channels_last) {
     if (dy.images == 0 || dy.c == 0) return cudaSuccess;
     if (channels_last) {
         const std::uint32_t s = channels_last_slices(dy.images, dy.c, dy.h, dy.w);
-        channels_last_partials<false><<<dim3(s, channels_last_groups(dy.c)), threads, 0, stream>>>(dy, scratch, nullptr);
-        channel_sum_finish
-            <<<channel_finish_blocks(dy.c), channel_finish_threads, 0, stream>>>(dy.c, s, scratch, db);
+        launch(channels_last_partials<false>, dim3(s, channels_last_groups(dy.c)), threads, stream, dy, scratch,
+               nullptr);
+        launch(channel_sum_finish, channel_finish_blocks(dy.c), channel_finish_threads, stream, dy.c, s, scratch, db);
         return launched();
     }
     const std::uint32_t s = channel_slices(dy.images, dy.h, dy.w);
     with_width(channel_vector_width(std::uint64_t{dy.h} * dy.w, {dy}), [&](auto w) {
         constexpr int V = decltype(w)::value;
-        channel_sum_partials<V><<<dim3(s, dy.c), threads, 0, stream>>>(dy, scratch);
+        launch(channel_sum_partials<V>, dim3(s, dy.c), threads, stream, dy, scratch);
     });
-    channel_sum_finish
-        <<<channel_finish_blocks(dy.c), channel_finish_threads, 0, stream>>>(dy.c, s, scratch, db);
+    launch(channel_sum_finish, channel_finish_blocks(dy.c), channel_finish_threads, stream, dy.c, s, scratch, db);
     return launched();
 }
 
-cudaError_t launch_feature_sum(ConstDeviceImages dy, float* db, cudaStream_t stream) {
+cudaError_t launch_feature_sum(ConstDeviceImages dy, float* db, KernelStream stream) {
     const std::uint64_t features = dy.image_elements();
     if (features == 0) return cudaSuccess;
-    feature_sum_kernel<<<blocks_for(features), threads, 0, stream>>>(dy, db);
+    launch(feature_sum_kernel, blocks_for(features), threads, stream, dy, db);
     return launched();
 }
 
-cudaError_t launch_softmax_loss_forward(ConstDeviceImages logits, const std::int32_t* labels, DeviceImages probabilities,
-                                        float* per_image_loss, std::uint32_t first_image, cudaStream_t stream) {
+cudaError_t launch_softmax_loss_forward(ConstDeviceImages logits, const std::int32_t* labels,
+                                        DeviceImages probabilities, float* per_image_loss, std::uint32_t first_image,
+                                        KernelStream stream) {
     if (logits.images == 0) return cudaSuccess;
-    softmax_loss_forward_kernel<<<logits.images, threads, 0, stream>>>(logits, labels, probabilities,
-                                                                        per_image_loss, first_image);
+    launch(softmax_loss_forward_kernel, logits.images, threads, stream, logits, labels, probabilities, per_image_loss,
+           first_image);
     return launched();
 }
 
 cudaError_t launch_softmax_loss_sum(const float* per_image_loss, std::uint32_t images, float weight, float* loss,
-                                    cudaStream_t stream) {
-    softmax_loss_sum_kernel<<<1, 1, 0, stream>>>(per_image_loss, images, weight, loss);
+                                    KernelStream stream) {
+    launch(softmax_loss_sum_kernel, 1, 1, stream, per_image_loss, images, weight, loss);
     return launched();
 }
 
 cudaError_t launch_softmax_loss_backward(ConstDeviceImages probabilities, const std::int32_t* labels,
                                          DeviceImages dlogits, float scale, std::uint32_t first_image,
-                                         cudaStream_t stream) {
+                                         KernelStream stream) {
     const std::uint64_t total = std::uint64_t{probabilities.images} * probabilities.image_elements();
     if (total == 0) return cudaSuccess;
-    softmax_loss_backward_kernel<<<blocks_for(total), threads, 0, stream>>>(probabilities, labels, dlogits, scale,
-                                                                             first_image, total);
+    launch(softmax_loss_backward_kernel, blocks_for(total), threads, stream, probabilities, labels, dlogits, scale,
+           first_image, total);
     return launched();
 }
 
-cudaError_t launch_sgd(const SgdArgs& a, const SgdTensor* tensors, std::uint32_t count, cudaStream_t stream) {
+cudaError_t launch_sgd(const SgdArgs& a, const SgdTensor* tensors, std::uint32_t count, KernelStream stream) {
     if (count == 0) return cudaSuccess;
     if (count > max_sgd_tensors) return cudaErrorInvalidValue;
     static_assert(sizeof(SgdArgs) + sizeof(SgdBatch) <= 4096, "kernel parameters fit the classic 4 KB");
@@ -876,20 +947,20 @@ cudaError_t launch_sgd(const SgdArgs& a, const SgdTensor* tensors, std::uint32_t
     const std::uint64_t blocks = sgd_batch(tensors, count, batch);
     if (blocks > 0x7fffffffu) return cudaErrorInvalidValue;
     if (blocks == 0) return cudaSuccess;
-    sgd_kernel<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(a, batch);
+    launch(sgd_kernel, static_cast<unsigned>(blocks), threads, stream, a, batch);
     return launched();
 }
 
 cudaError_t launch_synthetic_data(const SyntheticDataArgs& a, DeviceImages images, std::int32_t* labels,
-                                  cudaStream_t stream) {
+                                  KernelStream stream) {
     const std::uint64_t total = std::uint64_t{images.images} * images.image_elements();
     if (total == 0) return cudaSuccess;
-    synthetic_data_kernel<<<blocks_for(total), threads, 0, stream>>>(a, images, labels, total);
+    launch(synthetic_data_kernel, blocks_for(total), threads, stream, a, images, labels, total);
     return launched();
 }
 
-cudaError_t launch_advance_step(std::uint64_t* step, cudaStream_t stream) {
-    advance_step_kernel<<<1, 1, 0, stream>>>(step);
+cudaError_t launch_advance_step(std::uint64_t* step, KernelStream stream) {
+    launch(advance_step_kernel, 1, 1, stream, step);
     return launched();
 }
 

@@ -1,8 +1,8 @@
 // The sample layers' own CUDA kernels (kernels.cu, compiled by nvcc with
 // --fmad=false and no Boost), called from host code built by g++. Every
-// launch function issues its kernels on `stream`, allocates nothing and
-// returns the launch status (cudaGetLastError), so it is safe inside CUDA
-// graph capture.
+// launch function issues its kernels on `stream` (a KernelStream),
+// allocates nothing and returns the launch status (cudaGetLastError), so it
+// is safe inside CUDA graph capture.
 //
 // Views are NCHW float tensors in device memory, `images` images from
 // `data` on (the first image of the range a body works on), `image_stride`
@@ -27,6 +27,21 @@
 #include "nn/counter_hash.hpp"      // BRAID_SAMPLES_HOST_DEVICE
 
 namespace braid::samples::cuda {
+
+// Where the own kernels of a call go: the stream, and whether they are
+// launched programmatically (programmatic dependent launch; the lane's
+// CudaBackendOptions::programmatic_launch). Then a kernel may start while
+// the stream's kernel before it finishes; every own kernel's blocks first
+// wait (griddepcontrol.wait) until the kernels before it have completed and
+// their writes are visible, so the results are those of a plain launch,
+// bit for bit, and only the gap between the kernels shrinks.
+struct KernelStream {
+    cudaStream_t stream = nullptr;
+    bool programmatic = false;
+
+    KernelStream(cudaStream_t s, bool p = false) noexcept  // NOLINT: a plain stream is a plain launch
+        : stream(s), programmatic(p) {}
+};
 
 struct DeviceImages {
     float* data = nullptr;
@@ -53,12 +68,12 @@ struct ConstDeviceImages {
 };
 
 // ------------------------------------------------------------ elementwise
-cudaError_t launch_relu_forward(ConstDeviceImages x, DeviceImages y, cudaStream_t stream);
-cudaError_t launch_relu_backward(ConstDeviceImages y, ConstDeviceImages dy, DeviceImages dx, cudaStream_t stream);
+cudaError_t launch_relu_forward(ConstDeviceImages x, DeviceImages y, KernelStream stream);
+cudaError_t launch_relu_backward(ConstDeviceImages y, ConstDeviceImages dy, DeviceImages dx, KernelStream stream);
 // y = a + b; with `relu`, max(a + b, 0) (a fused ReLU: AddReluOp).
-cudaError_t launch_add(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, bool relu, cudaStream_t stream);
+cudaError_t launch_add(ConstDeviceImages a, ConstDeviceImages b, DeviceImages y, bool relu, KernelStream stream);
 // y[n, c, :] += bias[c]; channels_last: y is NHWC (whole images).
-cudaError_t launch_bias_add(DeviceImages y, const float* bias, cudaStream_t stream, bool channels_last = false);
+cudaError_t launch_bias_add(DeviceImages y, const float* bias, KernelStream stream, bool channels_last = false);
 
 struct DropoutArgs {
     std::uint64_t seed = 0;
@@ -70,12 +85,12 @@ struct DropoutArgs {
     bool channels_last = false;  // NHWC views: each element keeps the mask bit of its NCHW position
 };
 // out = keep ? in * scale : 0, the mask of nn/dropout.hpp.
-cudaError_t launch_dropout(const DropoutArgs& args, ConstDeviceImages in, DeviceImages out, cudaStream_t stream);
+cudaError_t launch_dropout(const DropoutArgs& args, ConstDeviceImages in, DeviceImages out, KernelStream stream);
 
 constexpr std::uint32_t max_gradient_partials = 16;
 // total = ((p0 + p1) + p2) + ...
 cudaError_t launch_gradient_sum(const ConstDeviceImages* partials, std::uint32_t count, DeviceImages total,
-                                cudaStream_t stream);
+                                KernelStream stream);
 
 // ------------------------------------------------------------ pooling (own kernels: any rounding)
 struct PoolArgs {
@@ -89,7 +104,7 @@ struct PoolArgs {
     bool channels_last = false;
     std::uint32_t out_pixel_stride = 0;
 };
-cudaError_t launch_pool_forward(const PoolArgs& p, ConstDeviceImages x, DeviceImages y, cudaStream_t stream);
+cudaError_t launch_pool_forward(const PoolArgs& p, ConstDeviceImages x, DeviceImages y, KernelStream stream);
 // Max: dy goes to the first position of each window whose x equals y;
 // average: dy / (window clipped to the padded image). Gathered per input
 // element over the windows in the reference's order, so deterministic and
@@ -99,7 +114,7 @@ cudaError_t launch_pool_forward(const PoolArgs& p, ConstDeviceImages x, DeviceIm
 // (argmax may be null).
 std::size_t pool_backward_scratch_bytes(const PoolArgs& p, std::uint32_t images, std::uint32_t channels);
 cudaError_t launch_pool_backward(const PoolArgs& p, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
-                                 DeviceImages dx, std::int32_t* argmax, cudaStream_t stream);
+                                 DeviceImages dx, std::int32_t* argmax, KernelStream stream);
 
 // ------------------------------------------------------------ LRN (own kernels)
 // Cross-channel LRN over whole images, NCHW or NHWC (channels_last), one
@@ -112,15 +127,15 @@ struct LrnArgs {
     float alpha_over_size = 0.0f, beta = 0.75f, k = 1.0f, factor = 0.0f;
     bool channels_last = false;
 };
-cudaError_t launch_lrn_forward(const LrnArgs& a, ConstDeviceImages x, DeviceImages y, cudaStream_t stream);
+cudaError_t launch_lrn_forward(const LrnArgs& a, ConstDeviceImages x, DeviceImages y, KernelStream stream);
 cudaError_t launch_lrn_backward(const LrnArgs& a, ConstDeviceImages x, ConstDeviceImages y, ConstDeviceImages dy,
-                                DeviceImages dx, cudaStream_t stream);
+                                DeviceImages dx, KernelStream stream);
 
 // ------------------------------------------------------------ layout copy
 // out = in in the other layout, whole images of in's shape: NCHW to NHWC
 // (to_channels_last) or NHWC to NCHW. A fully connected layer reads its
 // NCHW-ordered features through it over NHWC activations.
-cudaError_t launch_layout_copy(ConstDeviceImages in, DeviceImages out, bool to_channels_last, cudaStream_t stream);
+cudaError_t launch_layout_copy(ConstDeviceImages in, DeviceImages out, bool to_channels_last, KernelStream stream);
 
 // ------------------------------------------------------------ per-channel reductions
 // Deterministic two-level reductions over (image, pixel) of each channel
@@ -150,7 +165,7 @@ struct BatchNormArgs {
 };
 cudaError_t launch_batch_norm_forward(const BatchNormArgs& a, ConstDeviceImages x, const float* gamma,
                                       const float* beta, DeviceImages y, float* saved_mean, float* saved_inv_std,
-                                      float* running_mean, float* running_var, double* scratch, cudaStream_t stream);
+                                      float* running_mean, float* running_var, double* scratch, KernelStream stream);
 // Where a batch norm with shared sums writes its weight gradient from
 // backward_data (dgamma = sum dy * xhat, dbeta = sum dy, the bits
 // launch_batch_norm_backward_weight writes); both null: dx only.
@@ -163,32 +178,32 @@ struct BatchNormSums {
 // them per block, and its first block of each channel writes `sums`.
 cudaError_t launch_batch_norm_backward_data(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                             const float* gamma, const float* saved_mean, const float* saved_inv_std,
-                                            BatchNormSums sums, DeviceImages dx, double* scratch, cudaStream_t stream,
+                                            BatchNormSums sums, DeviceImages dx, double* scratch, KernelStream stream,
                                             bool channels_last = false);
 cudaError_t launch_batch_norm_backward_weight(ConstDeviceImages x, ConstDeviceImages dy, ConstDeviceImages y,
                                               const float* saved_mean, const float* saved_inv_std, float* dgamma,
-                                              float* dbeta, double* scratch, cudaStream_t stream,
+                                              float* dbeta, double* scratch, KernelStream stream,
                                               bool channels_last = false);
 // db[c] = sum of dy over images and pixels (a convolution's bias gradient);
 // channels_last: dy is NHWC, summed as the NHWC batch norm sums (a warp
 // reading 32 adjacent channels of a pixel), in another order than NCHW's.
-cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch, cudaStream_t stream,
+cudaError_t launch_channel_sum(ConstDeviceImages dy, float* db, double* scratch, KernelStream stream,
                                bool channels_last = false);
 // db[o] = sum over images of dy[n, o], in image order (a fully connected layer's bias gradient).
-cudaError_t launch_feature_sum(ConstDeviceImages dy, float* db, cudaStream_t stream);
+cudaError_t launch_feature_sum(ConstDeviceImages dy, float* db, KernelStream stream);
 
 // ------------------------------------------------------------ softmax cross-entropy
 // Per image (one block each): probabilities and the image's loss, in double
 // as the reference does. labels and per_image_loss are indexed globally.
 cudaError_t launch_softmax_loss_forward(ConstDeviceImages logits, const std::int32_t* labels, DeviceImages probabilities,
-                                        float* per_image_loss, std::uint32_t first_image, cudaStream_t stream);
+                                        float* per_image_loss, std::uint32_t first_image, KernelStream stream);
 // loss = weight * sum(per_image_loss) / images, summed in image order.
 cudaError_t launch_softmax_loss_sum(const float* per_image_loss, std::uint32_t images, float weight, float* loss,
-                                    cudaStream_t stream);
+                                    KernelStream stream);
 // dlogits = scale * (p - onehot(label)), scale = weight / batch in float.
 cudaError_t launch_softmax_loss_backward(ConstDeviceImages probabilities, const std::int32_t* labels,
                                          DeviceImages dlogits, float scale, std::uint32_t first_image,
-                                         cudaStream_t stream);
+                                         KernelStream stream);
 
 // ------------------------------------------------------------ SGD
 struct SgdTensor {
@@ -208,7 +223,7 @@ struct SgdArgs {
 // bucket of layers'): each block updates one chunk of one tensor, with the
 // expression of the reference, element by element, so any grouping of the
 // tensors gives the same bits.
-cudaError_t launch_sgd(const SgdArgs& a, const SgdTensor* tensors, std::uint32_t count, cudaStream_t stream);
+cudaError_t launch_sgd(const SgdArgs& a, const SgdTensor* tensors, std::uint32_t count, KernelStream stream);
 
 // ------------------------------------------------------------ data and step
 struct SyntheticDataArgs {
@@ -221,7 +236,7 @@ struct SyntheticDataArgs {
 };
 // Images and labels of train/synthetic_data.hpp; labels indexed globally.
 cudaError_t launch_synthetic_data(const SyntheticDataArgs& a, DeviceImages images, std::int32_t* labels,
-                                  cudaStream_t stream);
-cudaError_t launch_advance_step(std::uint64_t* step, cudaStream_t stream);
+                                  KernelStream stream);
+cudaError_t launch_advance_step(std::uint64_t* step, KernelStream stream);
 
 }  // namespace braid::samples::cuda

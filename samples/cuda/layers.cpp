@@ -139,6 +139,13 @@ ConstDeviceImages images_of(const ConstDeviceView& v, ImageRange range, Walk wal
     return walked_images<ConstDeviceImages>(v, range, walk);
 }
 
+// The own kernels of a body go on the lane's stream, programmatically when
+// the backend says so (CudaBackendOptions::programmatic_launch); the
+// libraries' kernels go as the libraries launch them.
+namespace {
+KernelStream own_kernels(const CudaLane& lane) { return {lane.stream, lane.programmatic_launch}; }
+}  // namespace
+
 void check_launch(cudaError_t status, const std::string& what) {
     if (status != cudaSuccess)
         throw braid::cuda::CudaError(status, "kernel launch",
@@ -344,8 +351,9 @@ void CudaConv::forward(CudaLane& lane, ConstDeviceView x, const float* weight, c
         run_pass(lane, ConvPass::forward, r.size(), x.image(r.begin), x.image_stride, weight, y.image(r.begin),
                  y.image_stride);
         if (bias)
-            check_launch(launch_bias_add(images_of(y, r), bias, lane.stream, options_.layout == TensorLayout::nhwc),
-                         "convolution '" + name_ + "' bias");
+            check_launch(
+                launch_bias_add(images_of(y, r), bias, own_kernels(lane), options_.layout == TensorLayout::nhwc),
+                "convolution '" + name_ + "' bias");
     });
 }
 
@@ -363,7 +371,7 @@ void CudaConv::backward_weight(CudaLane& lane, ConstDeviceView x, ConstDeviceVie
     run_pass(lane, ConvPass::backward_filter, layer_.in.n, x.data, x.image_stride, dweight, dy.data, dy.image_stride);
     if (dbias) {
         double* scratch = scratch_doubles(lane, scratch_bytes());
-        check_launch(launch_channel_sum(images_of(dy, whole_batch(layer_.out)), dbias, scratch, lane.stream,
+        check_launch(launch_channel_sum(images_of(dy, whole_batch(layer_.out)), dbias, scratch, own_kernels(lane),
                                         options_.layout == TensorLayout::nhwc),
                      "convolution '" + name_ + "' bias gradient");
     }
@@ -406,7 +414,7 @@ ConstDeviceView CudaFullyConnected::features(CudaLane& lane, ConstDeviceView x, 
                                              const std::string& who) const {
     if (!reorders()) return x;
     const DeviceView copy = nchw_features(lane);
-    check_launch(launch_layout_copy(images_of(x, images), images_of(copy, images), false, lane.stream),
+    check_launch(launch_layout_copy(images_of(x, images), images_of(copy, images), false, own_kernels(lane)),
                  who + " NHWC to NCHW");
     return copy;
 }
@@ -423,7 +431,7 @@ void CudaFullyConnected::forward(CudaLane& lane, ConstDeviceView x, const float*
         gemm(lane, options_, who, CUBLAS_OP_T, CUBLAS_OP_N, layer_.config.out_features, r.size(),
              layer_.in_features(), weight, layer_.in_features(), in.image(r.begin), in.image_stride,
              y.image(r.begin), y.image_stride);
-        if (bias) check_launch(launch_bias_add(images_of(y, r), bias, lane.stream), who + " bias");
+        if (bias) check_launch(launch_bias_add(images_of(y, r), bias, own_kernels(lane)), who + " bias");
     });
 }
 
@@ -439,7 +447,7 @@ void CudaFullyConnected::backward_data(CudaLane& lane, ConstDeviceView dy, const
     });
     if (reorders())
         check_launch(launch_layout_copy(images_of(ConstDeviceView(out), images), images_of(dx, images), true,
-                                        lane.stream),
+                                        own_kernels(lane)),
                      who + " NCHW to NHWC");
 }
 
@@ -449,7 +457,9 @@ void CudaFullyConnected::backward_weight(CudaLane& lane, ConstDeviceView x, Cons
     const ConstDeviceView in = features(lane, x, whole_batch(layer_.in), who);
     gemm(lane, options_, who, CUBLAS_OP_N, CUBLAS_OP_T, layer_.in_features(), layer_.config.out_features, layer_.in.n,
          in.data, in.image_stride, dy.data, dy.image_stride, dweight, layer_.in_features());
-    if (dbias) check_launch(launch_feature_sum(images_of(dy, whole_batch(layer_.out)), dbias, lane.stream), who + " bias");
+    if (dbias)
+        check_launch(launch_feature_sum(images_of(dy, whole_batch(layer_.out)), dbias, own_kernels(lane)),
+                     who + " bias");
 }
 
 // ---------------------------------------------------------------- pooling
@@ -529,7 +539,7 @@ void CudaPool::forward(CudaLane& lane, ConstDeviceView x, DeviceView y, ImageRan
     args.out_pixel_stride = pool_out_pixel_stride(who, layer_, options_.layout, x, y);
     if (!pooling_ || args.out_pixel_stride != 0) {  // cuDNN's descriptors here say one image stride only
         check_launch(launch_pool_forward(args, images_of(x, images), images_of(y, images, Walk::pixel_stride),
-                                         lane.stream),
+                                         own_kernels(lane)),
                      who);
         return;
     }
@@ -562,7 +572,7 @@ void CudaPool::backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView 
     check_launch(launch_pool_backward(args, args_.max ? images_of(x, images) : ConstDeviceImages{},
                                       args_.max ? images_of(y, images, Walk::pixel_stride) : ConstDeviceImages{},
                                       images_of(dy, images, Walk::pixel_stride), images_of(dx, images), argmax,
-                                      lane.stream),
+                                      own_kernels(lane)),
                  who);
 }
 
@@ -589,7 +599,7 @@ CudaLrn::CudaLrn(std::string name, const Lrn& layer, const LayerOptions& options
 void CudaLrn::forward(CudaLane& lane, ConstDeviceView x, DeviceView y, ImageRange images) {
     check_range(images, layer_.in, "CudaLrn::forward");
     if (own_.channels_last) {
-        check_launch(launch_lrn_forward(own_, images_of(x, images), images_of(y, images), lane.stream),
+        check_launch(launch_lrn_forward(own_, images_of(x, images), images_of(y, images), own_kernels(lane)),
                      "LRN '" + name_ + "' forward");
         return;
     }
@@ -607,7 +617,7 @@ void CudaLrn::backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView y
     check_range(images, layer_.in, "CudaLrn::backward_data");
     if (own_.channels_last) {
         check_launch(launch_lrn_backward(own_, images_of(x, images), images_of(y, images), images_of(dy, images),
-                                         images_of(dx, images), lane.stream),
+                                         images_of(dx, images), own_kernels(lane)),
                      "LRN '" + name_ + "' backward data");
         return;
     }
@@ -630,7 +640,7 @@ void CudaLrn::backward_data(CudaLane& lane, ConstDeviceView x, ConstDeviceView y
 void relu_forward(CudaLane& lane, const Relu& layer, ConstDeviceView x, DeviceView y, ImageRange images) {
     check_range(images, layer.in, "relu_forward");
     const Walk walk = walk_for({x, y});
-    check_launch(launch_relu_forward(images_of(x, images, walk), images_of(y, images, walk), lane.stream),
+    check_launch(launch_relu_forward(images_of(x, images, walk), images_of(y, images, walk), own_kernels(lane)),
                  "relu forward");
 }
 
@@ -639,7 +649,7 @@ void relu_backward_data(CudaLane& lane, const Relu& layer, ConstDeviceView y, Co
     check_range(images, layer.in, "relu_backward_data");
     const Walk walk = walk_for({y, dy, dx});
     check_launch(launch_relu_backward(images_of(y, images, walk), images_of(dy, images, walk),
-                                      images_of(dx, images, walk), lane.stream),
+                                      images_of(dx, images, walk), own_kernels(lane)),
                  "relu backward data");
 }
 
@@ -674,7 +684,7 @@ void batch_norm_forward_training(CudaLane& lane, const BatchNorm2d& layer, Const
     const Walk walk = walk_for({x, y});
     check_launch(launch_batch_norm_forward(args, images_of(x, all, walk), gamma, beta, images_of(y, all, walk),
                                            saved_mean, saved_inv_std, running_mean, running_var, scratch,
-                                           lane.stream),
+                                           own_kernels(lane)),
                  "batch norm forward");
 }
 
@@ -702,7 +712,7 @@ void batch_norm_backward_data(CudaLane& lane, const BatchNorm2d& layer, ConstDev
     check_launch(launch_batch_norm_backward_data(images_of(x, all, walk), images_of(dy, all, walk),
                                                  relu_mask(layer, y, "batch norm backward data", walk), gamma,
                                                  saved_mean, saved_inv_std, sums, images_of(dx, all, walk), scratch,
-                                                 lane.stream, layout == TensorLayout::nhwc),
+                                                 own_kernels(lane), layout == TensorLayout::nhwc),
                  "batch norm backward data");
 }
 
@@ -716,7 +726,7 @@ void batch_norm_backward_weight(CudaLane& lane, const BatchNorm2d& layer, ConstD
     const Walk walk = walk_for({x, dy, y});
     check_launch(launch_batch_norm_backward_weight(images_of(x, all, walk), images_of(dy, all, walk),
                                                    relu_mask(layer, y, "batch norm backward weight", walk), saved_mean,
-                                                   saved_inv_std, dgamma, dbeta, scratch, lane.stream,
+                                                   saved_inv_std, dgamma, dbeta, scratch, own_kernels(lane),
                                                    layout == TensorLayout::nhwc),
                  "batch norm backward weight");
 }
@@ -826,8 +836,9 @@ void CudaBatchNorm::forward_training(CudaLane& lane, ConstDeviceView x, const fl
         if (accepted(status, x.contiguous() && y.contiguous(), bn_forward, "cudnnBatchNormalizationForwardTraining")) {
             if (layer_.config.relu) {
                 const ImageRange all = whole_batch(layer_.in);
-                check_launch(launch_relu_forward(images_of(ConstDeviceView(y), all), images_of(y, all), lane.stream),
-                             "batch norm '" + name_ + "' forward: fused ReLU");
+                check_launch(
+                    launch_relu_forward(images_of(ConstDeviceView(y), all), images_of(y, all), own_kernels(lane)),
+                    "batch norm '" + name_ + "' forward: fused ReLU");
             }
             return;
         }
@@ -854,7 +865,7 @@ void CudaBatchNorm::backward_data(CudaLane& lane, ConstDeviceView x, ConstDevice
             auto* masked = static_cast<float*>(lane.scratch.allocate(layer_.in.elements() * sizeof(float)));
             const DeviceView m = DeviceView::dense(masked, layer_.in);
             const ImageRange all = whole_batch(layer_.in);
-            check_launch(launch_relu_backward(mask, images_of(dy, all), images_of(m, all), lane.stream),
+            check_launch(launch_relu_backward(mask, images_of(dy, all), images_of(m, all), own_kernels(lane)),
                          "batch norm '" + name_ + "' backward data: fused ReLU's mask");
             gradient = m;
         }
@@ -904,7 +915,7 @@ void dropout_forward(CudaLane& lane, const Dropout& layer, std::uint64_t seed, s
                      TensorLayout layout) {
     check_range(images, layer.in, "dropout_forward");
     check_launch(launch_dropout(dropout_args(layer, seed, layer_id, step, images, layout), images_of(x, images),
-                                images_of(y, images), lane.stream),
+                                images_of(y, images), own_kernels(lane)),
                  "dropout forward");
 }
 
@@ -913,7 +924,7 @@ void dropout_backward_data(CudaLane& lane, const Dropout& layer, std::uint64_t s
                            TensorLayout layout) {
     check_range(images, layer.in, "dropout_backward_data");
     check_launch(launch_dropout(dropout_args(layer, seed, layer_id, step, images, layout), images_of(dy, images),
-                                images_of(dx, images), lane.stream),
+                                images_of(dx, images), own_kernels(lane)),
                  "dropout backward data");
 }
 
@@ -922,7 +933,7 @@ void add_forward(CudaLane& lane, const Add& layer, ConstDeviceView a, ConstDevic
     check_range(images, layer.in, "add_forward");
     const Walk walk = walk_for({a, b, y});
     check_launch(launch_add(images_of(a, images, walk), images_of(b, images, walk), images_of(y, images, walk),
-                            layer.relu, lane.stream),
+                            layer.relu, own_kernels(lane)),
                  "add forward");
 }
 
@@ -931,12 +942,12 @@ void softmax_loss_forward(CudaLane& lane, const SoftmaxCrossEntropy& layer, Cons
                           ImageRange images) {
     check_range(images, layer.in, "softmax_loss_forward");
     check_launch(launch_softmax_loss_forward(images_of(logits, images), labels, images_of(probabilities, images),
-                                             per_image_loss, images.begin, lane.stream),
+                                             per_image_loss, images.begin, own_kernels(lane)),
                  "softmax loss forward");
 }
 
 void softmax_loss_sum(CudaLane& lane, const SoftmaxCrossEntropy& layer, const float* per_image_loss, float* loss) {
-    check_launch(launch_softmax_loss_sum(per_image_loss, layer.in.n, layer.config.weight, loss, lane.stream),
+    check_launch(launch_softmax_loss_sum(per_image_loss, layer.in.n, layer.config.weight, loss, own_kernels(lane)),
                  "softmax loss sum");
 }
 
@@ -945,7 +956,7 @@ void softmax_loss_backward_data(CudaLane& lane, const SoftmaxCrossEntropy& layer
     check_range(images, layer.in, "softmax_loss_backward_data");
     const float scale = static_cast<float>(static_cast<double>(layer.config.weight) / layer.in.n);
     check_launch(launch_softmax_loss_backward(images_of(probabilities, images), labels, images_of(dlogits, images),
-                                              scale, images.begin, lane.stream),
+                                              scale, images.begin, own_kernels(lane)),
                  "softmax loss backward data");
 }
 
@@ -966,7 +977,7 @@ void gradient_sum(CudaLane& lane, std::span<const ConstDeviceView> partials, Dev
         parts[k] = images_of(partials[k], images, walk);
     }
     check_launch(launch_gradient_sum(parts, static_cast<std::uint32_t>(partials.size()),
-                                     images_of(total, images, walk), lane.stream),
+                                     images_of(total, images, walk), own_kernels(lane)),
                  "gradient sum");
 }
 
@@ -980,7 +991,7 @@ void sgd_momentum_update(CudaLane& lane, const SgdConfig& config, std::span<cons
             const SgdTensorRef& t = tensors[first + k];
             batch[k] = SgdTensor{t.param, t.grad, t.momentum, t.elements, t.decay};
         }
-        check_launch(launch_sgd(args, batch, static_cast<std::uint32_t>(count), lane.stream), "SGD update");
+        check_launch(launch_sgd(args, batch, static_cast<std::uint32_t>(count), own_kernels(lane)), "SGD update");
     }
 }
 
@@ -997,11 +1008,11 @@ void synthetic_batch(CudaLane& lane, std::uint64_t seed, std::uint32_t classes, 
     a.first_image = range.begin;
     a.step = step;
     a.channels_last = layout == TensorLayout::nhwc;
-    check_launch(launch_synthetic_data(a, images_of(images, range), labels, lane.stream), "synthetic data");
+    check_launch(launch_synthetic_data(a, images_of(images, range), labels, own_kernels(lane)), "synthetic data");
 }
 
 void advance_step(CudaLane& lane, std::uint64_t* step) {
-    check_launch(launch_advance_step(step, lane.stream), "step advance");
+    check_launch(launch_advance_step(step, own_kernels(lane)), "step advance");
 }
 
 }  // namespace braid::samples::cuda

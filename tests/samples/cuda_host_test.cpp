@@ -11,6 +11,8 @@
 #include <cublas_v2.h>
 #include <cudnn.h>
 #include <exception>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <cstddef>
 #include <map>
@@ -593,4 +595,57 @@ TEST_CASE("the GPU tests' slice helpers: channels of a wide buffer, in order, an
     CHECK(gpu_test::channel_slice(all, wide, 3, 1) == std::vector<float>{30, 31, 32, 130, 131, 132});
     all[0] = all[4] = all[3 * 3 + 1] = all[12 + 9] = -1.0f;  // (0,0,0), (0,1,1) inside, (0,3,1), (1,3,0)
     CHECK(gpu_test::untouched_outside(all, wide, 1, 2, -1.0f) == 3);
+}
+
+namespace {
+
+// The kernels of CUDA source `text` whose body does not begin with
+// await_previous_kernels(), and how many kernels it has.
+struct KernelEntries {
+    std::size_t kernels = 0;
+    std::vector<std::string> not_waiting;
+};
+
+KernelEntries kernels_not_waiting(const std::string& text) {
+    KernelEntries out;
+    const std::string marker = "__global__ void ";
+    for (std::size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at + 1)) {
+        const std::size_t name_begin = at + marker.size();
+        const std::string name = text.substr(name_begin, text.find('(', name_begin) - name_begin);
+        std::size_t p = text.find('(', name_begin);
+        for (int depth = 0; p < text.size(); ++p) {
+            if (text[p] == '(') ++depth;
+            if (text[p] == ')' && --depth == 0) break;
+        }
+        const std::size_t body = text.find('{', p);
+        const std::size_t first = text.find_first_not_of(" \n", body + 1);
+        ++out.kernels;
+        if (body == std::string::npos || text.compare(first, 25, "await_previous_kernels();") != 0)
+            out.not_waiting.push_back(name);
+    }
+    return out;
+}
+
+}  // namespace
+
+// CudaBackendOptions::programmatic_launch lets a kernel start before the
+// kernel it follows has finished; only its first instruction's wait keeps
+// the results those of a plain launch. So every own kernel waits first,
+// and every launch goes through the launcher that sets the attribute.
+TEST_CASE("every own kernel waits for the kernels before it first, and every launch takes the lane's launch kind") {
+    std::ifstream in(BRAID_SOURCE_DIR "/samples/cuda/kernels.cu");
+    REQUIRE(in);
+    const std::string source{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const KernelEntries entries = kernels_not_waiting(source);
+    CAPTURE(entries.not_waiting.size());
+    CHECK(entries.kernels >= 30);
+    for (const std::string& name : entries.not_waiting) FAIL_CHECK("kernel " << name << " does not wait first");
+    CHECK(source.find("<<<") == std::string::npos);
+
+    // The scan itself finds a kernel that does not wait.
+    const KernelEntries made_up = kernels_not_waiting(
+        "__global__ void good(int (*f)(int), float* x) {\n    await_previous_kernels();\n    x[0] = 1;\n}\n"
+        "template <int V>\n__global__ void bad(float* x) { x[0] = 2; await_previous_kernels(); }\n");
+    CHECK(made_up.kernels == 2);
+    CHECK(made_up.not_waiting == std::vector<std::string>{"bad"});
 }

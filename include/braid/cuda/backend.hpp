@@ -57,6 +57,13 @@ struct CudaBackendOptions {
     // fault (an illegal address, say) is blamed on the op that caused it
     // rather than on a later one. Serialises the host with the GPU.
     bool synchronize_each_op = false;
+    // Op bodies may launch their own kernels programmatically (programmatic
+    // dependent launch, compute capability 9.0 and newer): a kernel starts
+    // while the kernel before it on the lane finishes, and its blocks wait at
+    // their first instruction until that kernel has completed and its writes
+    // are visible. The backend only passes the wish on (CudaLane); a body
+    // honours it for kernels that wait so, and never for a library's.
+    bool programmatic_launch = false;
 };
 
 // What a CUDA op body is given: launch on `stream`, use this lane's handles,
@@ -71,6 +78,7 @@ struct CudaLane {
     void* cublas_workspace = nullptr;
     std::size_t cublas_workspace_bytes = 0;
     int priority = 0;            // the CUDA priority the stream has
+    bool programmatic_launch = false;  // CudaBackendOptions::programmatic_launch
     cuda::LaneScratch scratch;   // device memory for the running body only
 };
 
@@ -93,6 +101,16 @@ public:
         cuda::check(cudaGetDevice(&device_), "cudaGetDevice");
         cuda::check(cudaDeviceGetStreamPriorityRange(&least_priority_, &greatest_priority_),
                     "cudaDeviceGetStreamPriorityRange");
+        if (options_.programmatic_launch) {
+            int major = 0, minor = 0;
+            cuda::check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_),
+                        "cudaDeviceGetAttribute");
+            cuda::check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_),
+                        "cudaDeviceGetAttribute");
+            if (major < 9)
+                throw Error("programmatic dependent launch needs a GPU of compute capability 9.0 or newer; device " +
+                            std::to_string(device_) + " is " + std::to_string(major) + "." + std::to_string(minor));
+        }
         own_stream_ = cuda::create_stream(0);
         caller_ = own_stream_.get();
         fork_ = cuda::create_event();
@@ -331,6 +349,7 @@ private:
         r->cudnn_workspace = cuda::DeviceBuffer(options_.cudnn_workspace_bytes);
         r->join = cuda::create_event();
         r->lane.index = index;
+        r->lane.programmatic_launch = options_.programmatic_launch;
         r->lane.scratch.set_lane(index);
         rebind(*r, priority);
         if (options_.scratch_bytes > 0) r->lane.scratch.reserve(options_.scratch_bytes, r->stream.get());
