@@ -15,6 +15,7 @@
 //                   [--classes 1000] [--width-scale 1] [--iters 5] [--check-iters 2]
 //                   [--tune-top 6] [--tune-budget 45] [--fuse-relu 0|1]
 //                   [--share-bn-sums 0|1] [--update-bucket-mib N] [--conv-api legacy|graph]
+//                   [--batch-norm own|cudnn] [--layout nchw|nhwc] [--pdl off|on]
 // With --fuse-relu 1 the nets fold each ReLU after a batch norm or an add
 // into it and every key names the net <net>_fused; with --share-bn-sums 1
 // each batch norm has one backward op for dx and its weight gradient
@@ -24,7 +25,9 @@
 // (cuda/conv_engines.hpp; <net>..._graphapi), and the serial and braid plans
 // are then replayed with legacy calls and with engines in alternation, 15
 // rounds (<net>_graphapi_b<batch>_graphapi_speedup_{serial,braid}_graph:,
-// the median of the per-round ratios).
+// the median of the per-round ratios). --batch-norm cudnn, --layout nhwc
+// and --pdl on (the own kernels launched programmatically; <net>..._pdl)
+// are compared the same way (..._{cudnnbn,nhwc,pdl}_speedup_...).
 //
 // Exit status: 0; 1 when a check differs or a run fails; 77 without a GPU;
 // non-zero with the option named for a bad command line, checked first.
@@ -74,24 +77,27 @@ struct Options {
     std::string conv_api = "legacy";  // cuda::ConvApi by name
     std::string batch_norm = "own";   // cuda::BatchNormKernels by name
     std::string layout = "nchw";      // cuda::TensorLayout by name
+    std::string pdl = "off";          // the own kernels launched programmatically
 };
 
-// What every CudaTrainer of the run starts from: the convolution API and the batch-norm kernels.
+// What every CudaTrainer of the run starts from: the convolution API, the
+// batch-norm kernels, the layout and how the own kernels are launched.
 CudaRunOptions run_options(const Options& o) {
     CudaRunOptions run;
     run.conv_graph_api = o.conv_api == "graph";
     run.cudnn_batch_norm = o.batch_norm == "cudnn";
     run.channels_last = o.layout == "nhwc";
+    run.programmatic_launch = o.pdl == "on";
     return run;
 }
 
 // The net as keys name it: <net>, <net>_fused, <net>_shared or <net>_fused_shared,
-// then _bucketN, _graphapi, _cudnnbn and _nhwc as those options say.
+// then _bucketN, _graphapi, _cudnnbn, _nhwc and _pdl as those options say.
 std::string key_name(const Options& o, const std::string& net) {
     return net + (o.fuse_relu ? "_fused" : "") + (o.share_batch_norm_sums ? "_shared" : "") +
            (o.update_bucket_mib > 0 ? "_bucket" + std::to_string(o.update_bucket_mib) : "") +
            (o.conv_api == "graph" ? "_graphapi" : "") + (o.batch_norm == "cudnn" ? "_cudnnbn" : "") +
-           (o.layout == "nhwc" ? "_nhwc" : "");
+           (o.layout == "nhwc" ? "_nhwc" : "") + (o.pdl == "on" ? "_pdl" : "");
 }
 
 // The command line, checked in full before anything asks for a GPU, so a
@@ -142,6 +148,11 @@ void add_options(CLI::App& app, Options& o) {
                    "activations NCHW, or NHWC with KRSC filters (keys <net>_nhwc; networks without concat branches "
                    "ending in a convolution: every bundled net)")
         ->check(CLI::IsMember({"nchw", "nhwc"}))
+        ->capture_default_str();
+    app.add_option("--pdl", o.pdl,
+                   "on: launch the own kernels programmatically (programmatic dependent launch; compute capability "
+                   "9.0 or newer; keys <net>_pdl)")
+        ->check(CLI::IsMember({"off", "on"}))
         ->capture_default_str();
 }
 
@@ -206,7 +217,7 @@ bool check_bitwise(const Options& o, const TrainingGraph& tg, const braid::Plan&
     return cmp.identical;
 }
 
-// For each setting this run changes (--conv-api graph, --batch-norm cudnn, --layout nhwc):
+// For each setting this run changes (--conv-api graph, --batch-norm cudnn, --layout nhwc, --pdl on):
 // `plan` replayed without and with it, the run's other settings alike, in
 // alternation (compare_runs). Prints both medians and
 // <prefix>_<tag>_speedup_<name>_graph: (the median without over the median with).
@@ -223,6 +234,8 @@ void print_setting_comparisons(const Options& o, const TrainingGraph& tg, const 
         {o.conv_api == "graph", "graphapi", "legacy_calls", "graph_api", [](CudaRunOptions& r) { r.conv_graph_api = false; }},
         {o.batch_norm == "cudnn", "cudnnbn", "own_bn", "cudnn_bn", [](CudaRunOptions& r) { r.cudnn_batch_norm = false; }},
         {o.layout == "nhwc", "nhwc", "nchw", "nhwc", [](CudaRunOptions& r) { r.channels_last = false; }},
+        {o.pdl == "on", "pdl", "plain_launch", "programmatic_launch",
+         [](CudaRunOptions& r) { r.programmatic_launch = false; }},
     };
     for (const Setting& s : settings) {
         if (!s.on) continue;

@@ -81,6 +81,7 @@ struct Options {
     std::string conv_api = "legacy";  // cuda: legacy cuDNN calls, graph-API engines, or auto (measured here)
     std::string batch_norm = "own";   // cuda: own kernels, cuDNN's, or auto (measured here)
     std::string layout = "nchw";      // cuda: NCHW or NHWC activations, or auto (measured here)
+    std::string pdl = "off";          // cuda: own kernels launched programmatically, or auto (measured here)
     bool strategy_given = false;
     bool tune = false;             // measure braid's best plans here and train with the fastest
     std::uint32_t tune_top = 6;
@@ -102,6 +103,7 @@ CudaRunOptions cuda_run_options(const Options& o) {
     run.conv_graph_api = o.conv_api == "graph";
     run.cudnn_batch_norm = o.batch_norm == "cudnn";
     run.channels_last = o.layout == "nhwc";
+    run.programmatic_launch = o.pdl == "on";
     return run;
 }
 #endif
@@ -144,6 +146,10 @@ void validate(Options& o) {
         throw UsageError{"--layout " + o.layout +
                          " lays out the GPU's activations for --backend cuda; the host backend runs the reference "
                          "layers on NCHW"};
+    if (o.backend != "cuda" && o.pdl != "off")
+        throw UsageError{"--pdl " + o.pdl +
+                         " launches the GPU's own kernels programmatically for --backend cuda; the host backend "
+                         "launches no kernels"};
     if (o.dry_run && (o.tune || !o.profile_out.empty()))
         throw UsageError{std::string("--dry-run only makes and checks the plan; ") +
                          (o.tune ? "--tune measures plans" : "--profile-out runs the step on the GPU") +
@@ -254,6 +260,7 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
                                 o.conv_api == "graph" ? ", convolutions on graph-API engines" : "",
                                 o.batch_norm == "cudnn" ? ", cuDNN batch norm" : "");
     if (o.backend == "cuda" && o.layout == "nhwc") settings += ", NHWC activations";
+    if (o.backend == "cuda" && o.pdl == "on") settings += ", programmatic launches";
     TuningRequest request;
     request.top = o.tune_top;
     request.budget_s = o.tune_budget_s;
@@ -324,7 +331,8 @@ int dry_run(const Options& o, const TrainingGraph& tg, const std::string& label)
 // (profile_cuda_training: serial plan, eager, CUPTI or CUDA events), with
 // this run's algorithms and math, written to the file before training.
 void profile_training_step(const Options& o, const TrainingGraph& tg, const std::string& label) {
-    const CudaRunOptions run = cuda_run_options(o);
+    CudaRunOptions run = cuda_run_options(o);
+    run.programmatic_launch = false;  // each op's kernels timed alone, as every profile's are
     TrainingProfileRequest request;
     request.progress = braid::cli::ProgressBar();
     request.run.tool = "braid-train --profile-out";
@@ -376,7 +384,7 @@ TrainingGraph make_training_graph(const Options& o, std::string& label) {
 }
 
 #if BRAID_SAMPLES_WITH_CUDA
-// --conv-api auto, --batch-norm auto, --layout auto: the serial plan replayed on this GPU
+// --conv-api auto, --batch-norm auto, --layout auto, --pdl auto: the serial plan replayed on this GPU
 // with `base` and with `variant` (one setting changed), in alternation;
 // true when the variant's paired median is faster by more than tuning's
 // equivalence margin.
@@ -394,9 +402,15 @@ bool measure_variant(const TrainingGraph& tg, const std::string& device, const C
     return faster;
 }
 
-// Settles --conv-api auto, then --batch-norm auto, then --layout auto by measure_variant;
+// Settles --conv-api auto, then --batch-norm auto, then --layout auto, then
+// --pdl auto by measure_variant;
 // while one is measured, a later one still auto counts as its first value.
 void settle_auto_settings(Options& o, const TrainingGraph& tg, const std::string& device) {
+    if (o.pdl == "auto")
+        if (const std::string why = programmatic_launch_unavailable_reason(); !why.empty()) {
+            fmt::print("launches: plain ({})\n", why);
+            o.pdl = "off";
+        }
     struct AutoSetting {
         std::string Options::*option;
         bool CudaRunOptions::*flag;      // what the second value sets
@@ -404,13 +418,15 @@ void settle_auto_settings(Options& o, const TrainingGraph& tg, const std::string
         const char* what;
         std::array<const char*, 2> names;   // of the two values, for the messages
     };
-    static const std::array<AutoSetting, 3> settings{{
+    static const std::array<AutoSetting, 4> settings{{
         {&Options::conv_api, &CudaRunOptions::conv_graph_api, {"legacy", "graph"}, "conv API",
          {"legacy calls", "graph-API engines"}},
         {&Options::batch_norm, &CudaRunOptions::cudnn_batch_norm, {"own", "cudnn"}, "batch norm",
          {"own kernels", "cuDNN's kernels"}},
         {&Options::layout, &CudaRunOptions::channels_last, {"nchw", "nhwc"}, "layout",
          {"NCHW activations", "NHWC activations"}},
+        {&Options::pdl, &CudaRunOptions::programmatic_launch, {"off", "on"}, "launches",
+         {"plain launches", "programmatic launches"}},
     }};
     for (std::size_t i = 0; i < settings.size(); ++i) {
         const AutoSetting& s = settings[i];
@@ -662,6 +678,12 @@ int main(int argc, char** argv) {
                    "convolution: every bundled net), or auto: the faster of the two on this GPU, measured first "
                    "(docs/samples.md)")
         ->check(CLI::IsMember({"nchw", "nhwc", "auto"}))
+        ->capture_default_str();
+    app.add_option("--pdl", o.pdl,
+                   "cuda: launch the own kernels programmatically (programmatic dependent launch, compute capability "
+                   "9.0 or newer: a kernel starts while the one before it on its stream finishes; same results), or "
+                   "auto: on when faster on this GPU, measured first (docs/samples.md)")
+        ->check(CLI::IsMember({"off", "on", "auto"}))
         ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     o.net_given = net->count() > 0;

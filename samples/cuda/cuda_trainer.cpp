@@ -25,6 +25,15 @@ namespace braid::samples {
 
 std::string cuda_unavailable_reason() { return braid::cuda::no_device_reason(); }
 
+std::string programmatic_launch_unavailable_reason() {
+    int device = 0;
+    braid::cuda::check(cudaGetDevice(&device), "cudaGetDevice");
+    const braid::DeviceSpec d = braid::cuda::device_spec_from_cuda(device);
+    if (d.cc_major >= 9) return "";
+    return fmt::format("programmatic launch needs compute capability 9.0 or newer; {} is {}.{}", d.name, d.cc_major,
+                       d.cc_minor);
+}
+
 std::string cuda_device_description() {
     const braid::MeasuredOn on = cuda_measured_on(0, false);
     return fmt::format("{}, cuDNN {}, cuBLAS {}", on.device, on.cudnn, on.cublas);
@@ -55,6 +64,7 @@ struct CudaTrainer::Impl {
         braid::CudaBackendOptions b;
         b.mode = o.graph_mode ? braid::LaunchMode::graph : braid::LaunchMode::eager;
         b.cudnn_workspace_bytes = o.cudnn_workspace_bytes;
+        b.programmatic_launch = o.programmatic_launch;
         return b;
     }
 
@@ -128,6 +138,9 @@ std::vector<braid::ConvEngineFamily> CudaTrainer::conv_engines() const { return 
 
 TrainingProfile CudaTrainer::profile(const TrainingProfileRequest& request) {
     Impl& m = *impl_;
+    if (m.options.programmatic_launch)
+        throw braid::Error("a profile times each op's kernels alone, and programmatic launch lets a kernel start "
+                           "before the one it follows has finished: profile without it");
     braid::profiler::CudaProfileOptions po;
     po.warmup_iterations = request.warmup;
     po.measured_iterations = request.iterations;
@@ -256,13 +269,14 @@ int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const
         run.deterministic = true;
         run.split_granule = split_granule(plan, graph.graph);
     }
-    fmt::print("cuda backend: {}; {} mode; {} cuDNN {}, {}{}{}\n", cuda_device_description(),
+    fmt::print("cuda backend: {}; {} mode; {} cuDNN {}, {}{}{}{}\n", cuda_device_description(),
                run.graph_mode ? "graph" : "eager", run.deterministic ? "deterministic" : "fastest",
                run.conv_graph_api ? fmt::format("graph-API engines ({})", run.heuristic_algorithms ? "heuristics" : "timed")
                                   : fmt::format("algorithms ({})", run.heuristic_algorithms ? "heuristics" : "cudnnFind"),
                run.tf32 ? "TF32" : "FP32 (no TF32)", run.cudnn_batch_norm ? ", cuDNN batch norm" : "",
                run.split_granule > 0 ? fmt::format(", library calls in chunks of {} images", run.split_granule)
-                                     : std::string());
+                                     : std::string(),
+               run.programmatic_launch ? ", own kernels launched programmatically" : "");
     std::fflush(stdout);
 
     CudaTrainer trainer(graph, plan, run);
@@ -291,7 +305,10 @@ int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const
     loop.mean_note = [&] { return fmt::format(" ({}, {} lanes)", trainer.launch_summary(), trainer.lanes_used()); };
     if (request.check)
         loop.check = [&] {
-            CudaTrainer reference(graph, braid::strategy::serial(graph.graph, plan.device), run);
+            // The reference launches plainly: the check holds programmatic launches to plain ones too.
+            CudaRunOptions plain = run;
+            plain.programmatic_launch = false;
+            CudaTrainer reference(graph, braid::strategy::serial(graph.graph, plan.device), plain);
             reference.warm_up();
             for (std::uint32_t it = 0; it < request.iterations; ++it) (void)reference.iterate();
             return compare_weights(trainer.weights(), reference.weights());

@@ -25,6 +25,10 @@ namespace braid::samples {
 
 // "" when a CUDA device can be used, else why not ("no CUDA device (...)").
 std::string cuda_unavailable_reason();
+// Why the current GPU cannot launch kernels programmatically
+// (CudaRunOptions::programmatic_launch): "" when it can (compute capability
+// 9.0 or newer).
+std::string programmatic_launch_unavailable_reason();
 // "NVIDIA H200 (sm_90, 132 SMs), cuDNN 9.19.0, cuBLAS 13.0.0"
 std::string cuda_device_description();
 
@@ -53,6 +57,11 @@ struct CudaRunOptions {
     // NHWC activations and KRSC filters (cuda::TensorLayout::nhwc), for
     // networks channels_last_unfit accepts.
     bool channels_last = false;
+    // The own kernels launched programmatically (programmatic dependent
+    // launch: CudaBackendOptions::programmatic_launch); a GPU of compute
+    // capability 9.0 or newer. Same results; a profile is refused with it,
+    // as its kernels' times would overlap.
+    bool programmatic_launch = false;
     std::uint32_t split_granule = 0;    // see cuda::LayerOptions::split_granule
     // Each lane's own cuDNN workspace (CudaBackendOptions::cudnn_workspace_bytes);
     // an algorithm that wants more takes it from the lane's scratch.

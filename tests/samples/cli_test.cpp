@@ -99,6 +99,11 @@ TEST_CASE("braid-train rejects bad arguments with a clear error") {
     check_fails("--net resnet18 --conv-api graph " + tiny, "--conv-api chooses cuDNN's kernels for --backend cuda");
     check_fails("--net resnet18 --layout nchw8", "--layout: nchw8 not in {nchw,nhwc,auto}");
     check_fails("--net resnet18 --layout nhwc " + tiny, "--layout nhwc lays out the GPU's activations for --backend cuda");
+    check_fails("--net resnet18 --pdl yes", "--pdl: yes not in {off,on,auto}");
+    check_fails("--net resnet18 --pdl on " + tiny,
+                "--pdl on launches the GPU's own kernels programmatically for --backend cuda; the host backend "
+                "launches no kernels");
+    check_fails("--net resnet18 --pdl auto " + tiny, "--pdl auto launches the GPU's own kernels programmatically");
     check_fails("--net resnet18 --mode graph " + tiny, "--mode graph");
     check_fails("--net resnet18 --strategy fastest " + tiny, "--strategy 'fastest' is neither");
     check_fails("--net resnet18 --strategy /nonexistent/plan.json " + tiny, "plan file '/nonexistent/plan.json' does not exist");
@@ -145,6 +150,23 @@ TEST_CASE("braid-train --backend cuda: no CUDA part, no device (exit 77), or a b
     // Without --backend cuda there is nothing to replay.
     check_fails("--net resnet18 --mode graph " + tiny, "--mode graph replays a captured CUDA graph");
 #if BRAID_SAMPLES_WITH_CUDA
+    // Programmatic launches change when kernels start, never what they
+    // compute: the braid plan's weights equal the serial run's, in graph
+    // and eager mode (a GPU before compute capability 9.0 refuses, naming it).
+    for (const char* mode : {"graph", "eager"}) {
+        const Run pdl = braid_train("--net resnet18 " + tiny + " --backend cuda --strategy braid --max-streams 2 --pdl on "
+                                    "--check --mode " + mode);
+        CAPTURE(pdl.output);
+        if (pdl.status == 77) {
+            CHECK(pdl.output.find("braid-train: no CUDA device") != std::string::npos);
+        } else if (pdl.output.find("programmatic dependent launch needs a GPU of compute capability 9.0") !=
+                   std::string::npos) {
+            CHECK(pdl.status != 0);
+        } else {
+            CHECK(pdl.status == 0);
+            CHECK(pdl.output.find("check against a serial run: bitwise identical") != std::string::npos);
+        }
+    }
     // NHWC activations: every bundled net takes them (GoogLeNet with its
     // biased convolutions, LRN and auxiliary heads too).
     for (const std::string& net : {"resnet50 " + tiny, std::string("googlenet --image 47 --width-scale 0.125 --batch 2")}) {
@@ -460,6 +482,7 @@ TEST_CASE("bench-gpu-train refuses bad options before it looks for a GPU") {
     CHECK(help.output.find("--update-bucket-mib") != std::string::npos);
     CHECK(help.output.find("--conv-api") != std::string::npos);
     CHECK(help.output.find("--batch-norm") != std::string::npos);
+    CHECK(help.output.find("--pdl") != std::string::npos);
     check_refusals(BENCH_GPU_TRAIN_PATH, {
              {"--nets resnet50,vgg16", "--nets: vgg16 not in"},
              {"--batches 8,0", "--batches"},
@@ -471,6 +494,7 @@ TEST_CASE("bench-gpu-train refuses bad options before it looks for a GPU") {
              {"--conv-api frontend", "--conv-api: frontend not in {legacy,graph}"},
              {"--batch-norm fused", "--batch-norm: fused not in {own,cudnn}"},
              {"--layout chw", "--layout: chw not in {nchw,nhwc}"},
+             {"--pdl auto", "--pdl: auto not in {off,on}"},
              {"--width-scale -1", "--width-scale"},
              {"--frobnicate 1", "--frobnicate"},
              {"--nets", "--nets"}});

@@ -442,6 +442,49 @@ TEST_CASE("NHWC activations: braid's plan gives the serial bits, eager and graph
     check_steps_near_host(samples_test::near_host_config("googlenet", 96), exact);
 }
 
+TEST_CASE("programmatic launches give the plain launches' bits on the GPU, serial and braid's plan, eager and graph mode") {
+    if (const std::string why = programmatic_launch_unavailable_reason(); !why.empty()) {
+        MESSAGE(why);
+        CudaRunOptions o;
+        o.programmatic_launch = true;
+        const TrainingGraph tg = build_training_graph(small("resnet50"));
+        CHECK_THROWS_WITH_AS(CudaTrainer(tg, braid::strategy::serial(tg.graph), o),
+                             doctest::Contains("compute capability 9.0 or newer"), braid::Error);
+        return;
+    }
+    for (const std::string net : {"googlenet", "resnet50"})
+        for (const bool nhwc : {false, true}) {
+            TrainConfig c = small(net);
+            c.model.fuse_relu = nhwc;
+            CAPTURE(net);
+            CAPTURE(nhwc);
+            const TrainingGraph tg = build_training_graph(c);
+            const braid::Plan plan = braid_plan(tg);
+            const braid::Plan serial = braid::strategy::serial(tg.graph);
+            CudaRunOptions plain;
+            plain.deterministic = true;
+            plain.channels_last = nhwc;
+            plain.cudnn_batch_norm = nhwc;
+            plain.split_granule = split_granule(plan, tg.graph);
+            CudaRunOptions programmatic = plain;
+            programmatic.programmatic_launch = true;
+            for (const bool graph : {false, true}) {
+                CAPTURE(graph);
+                plain.graph_mode = programmatic.graph_mode = graph;
+                double plain_loss = 0.0, serial_loss = 0.0, plan_loss = 0.0;
+                const WeightSnapshot reference = train(tg, serial, plain, 2, &plain_loss);
+                const WeightComparison s = compare_weights(train(tg, serial, programmatic, 2, &serial_loss), reference);
+                const WeightComparison p = compare_weights(train(tg, plan, programmatic, 2, &plan_loss), reference);
+                CAPTURE(s.describe());
+                CAPTURE(p.describe());
+                CHECK(s.identical);
+                CHECK(p.identical);
+                CHECK(serial_loss == plain_loss);
+                CHECK(plan_loss == plain_loss);
+            }
+        }
+}
+
 TEST_CASE("every op in 3 parts: the split granule gives the whole-batch bits, plain parts stay within tolerance") {
     for (const std::string net : {"googlenet", "resnet18"}) {
         CAPTURE(net);
