@@ -179,6 +179,7 @@ double time_plan(const Options& o, const TrainingGraph& tg, const braid::Plan& p
     fmt::print("{}_ms: {:.3f}\n", key, ms);
     fmt::print("{}_loss: {:.6f}\n", key, trainer.loss());
     fmt::print("{}_setup_s: {:.1f}\n", key, seconds_since(t0) - (sum + ms) * 1e-3);
+    if (run.programmatic_launch && graph) fmt::print("{}_programmatic_edges: {}\n", key, trainer.programmatic_edges());
     if (run.cudnn_batch_norm) {
         const CudaTrainer::BatchNormUse b = trainer.batch_norm_use();
         fmt::print("{}_bn_cudnn_passes: {}\n", key, b.cudnn_passes);
@@ -198,10 +199,13 @@ bool check_bitwise(const Options& o, const TrainingGraph& tg, const braid::Plan&
     check.graph_mode = true;
     check.deterministic = true;
     check.split_granule = split_granule(plan, tg.graph);
+    // The serial twin launches plainly: with --pdl on, the plan's programmatic launches are held to plain ones.
+    CudaRunOptions plain = check;
+    plain.programmatic_launch = false;
     WeightComparison cmp;
     {
         CudaTrainer a(tg, plan, check);
-        CudaTrainer b(tg, serial, check);
+        CudaTrainer b(tg, serial, plain);
         a.warm_up();
         b.warm_up();
         for (std::uint32_t i = 0; i < iterations; ++i) {

@@ -19,6 +19,7 @@
 #include "braid/planner/strategies/serial.hpp"
 #include "braid/profiler/cuda/profile_executor.hpp"
 #include "cuda/cuda_model.hpp"
+#include "cuda/kernels.h"
 #include "train/training_loop.hpp"
 
 namespace braid::samples {
@@ -29,9 +30,16 @@ std::string programmatic_launch_unavailable_reason() {
     int device = 0;
     braid::cuda::check(cudaGetDevice(&device), "cudaGetDevice");
     const braid::DeviceSpec d = braid::cuda::device_spec_from_cuda(device);
-    if (d.cc_major >= 9) return "";
-    return fmt::format("programmatic launch needs compute capability 9.0 or newer; {} is {}.{}", d.name, d.cc_major,
-                       d.cc_minor);
+    if (d.cc_major < 9)
+        return fmt::format("programmatic launch needs compute capability 9.0 or newer; {} is {}.{}", d.name,
+                           d.cc_major, d.cc_minor);
+    int ptx = 0;
+    braid::cuda::check(cuda::own_kernels_ptx_version(&ptx), "cudaFuncGetAttributes");
+    if (ptx < 90)
+        return fmt::format("programmatic launch needs the own kernels built for compute_90 or newer (meson option "
+                           "gpu_targets); on {} they run as compute_{}, without their wait",
+                           d.name, ptx);
+    return "";
 }
 
 std::string cuda_device_description() {
@@ -61,6 +69,8 @@ struct CudaTrainer::Impl {
         return m;
     }
     static braid::CudaBackendOptions backend_options(const CudaRunOptions& o) {
+        if (o.programmatic_launch)
+            if (const std::string why = programmatic_launch_unavailable_reason(); !why.empty()) throw braid::Error(why);
         braid::CudaBackendOptions b;
         b.mode = o.graph_mode ? braid::LaunchMode::graph : braid::LaunchMode::eager;
         b.cudnn_workspace_bytes = o.cudnn_workspace_bytes;
@@ -114,10 +124,15 @@ std::uint32_t CudaTrainer::lanes_used() const { return static_cast<std::uint32_t
 std::string CudaTrainer::launch_summary() const {
     const braid::CudaBackend::Counters& c = impl_->backend.counters();
     if (impl_->backend.mode() == braid::LaunchMode::graph)
-        return fmt::format("graph: {} captures ({} instantiations, {} updates), {} replays", c.captures,
-                           c.instantiations, c.updates, c.replays);
+        return fmt::format("graph: {} captures ({} instantiations, {} updates), {} replays{}", c.captures,
+                           c.instantiations, c.updates, c.replays,
+                           impl_->options.programmatic_launch
+                               ? fmt::format(", {} programmatic edges", c.programmatic_edges)
+                               : std::string());
     return fmt::format("eager: {} iterations", c.eager_iterations);
 }
+
+std::uint64_t CudaTrainer::programmatic_edges() const { return impl_->backend.counters().programmatic_edges; }
 
 WeightSnapshot CudaTrainer::weights() const { return snapshot_weights(impl_->model); }
 

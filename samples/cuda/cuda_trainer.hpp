@@ -25,9 +25,9 @@ namespace braid::samples {
 
 // "" when a CUDA device can be used, else why not ("no CUDA device (...)").
 std::string cuda_unavailable_reason();
-// Why the current GPU cannot launch kernels programmatically
-// (CudaRunOptions::programmatic_launch): "" when it can (compute capability
-// 9.0 or newer).
+// Why the own kernels cannot be launched programmatically on the current
+// GPU (CudaRunOptions::programmatic_launch): "" when they can (compute
+// capability 9.0 or newer, and the kernels built for compute_90 or newer).
 std::string programmatic_launch_unavailable_reason();
 // "NVIDIA H200 (sm_90, 132 SMs), cuDNN 9.19.0, cuBLAS 13.0.0"
 std::string cuda_device_description();
@@ -109,8 +109,12 @@ public:
     double loss() const;
     std::uint64_t step() const;
     std::uint32_t lanes_used() const;
-    // "eager: N iterations" or "graph: N captures, M replays".
+    // "eager: N iterations" or "graph: N captures, M replays", with
+    // programmatic launches in graph mode ", P programmatic edges".
     std::string launch_summary() const;
+    // In graph mode with programmatic launches: the last captured graph's
+    // programmatic edges (CudaBackend::Counters::programmatic_edges).
+    std::uint64_t programmatic_edges() const;
 
     WeightSnapshot weights() const;
 

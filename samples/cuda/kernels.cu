@@ -30,8 +30,9 @@ unsigned blocks_for(std::uint64_t work) {
 // kernels before it in the stream still run: they wait here until those
 // have completed and their writes are visible. Then they let the next
 // programmatic launch start, whose blocks wait in turn, so that kernel's
-// launch overlaps this one's run. Launched plainly, or on a GPU before
-// compute capability 9.0, both are no-ops.
+// launch overlaps this one's run. Launched plainly, both are no-ops.
+// Compiled for an architecture before 9.0 they are absent, and the host
+// must not launch programmatically (own_kernels_ptx_version says which).
 __device__ inline void await_previous_kernels() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     cudaGridDependencySynchronize();
@@ -962,6 +963,13 @@ cudaError_t launch_synthetic_data(const SyntheticDataArgs& a, DeviceImages image
 cudaError_t launch_advance_step(std::uint64_t* step, KernelStream stream) {
     launch(advance_step_kernel, 1, 1, stream, step);
     return launched();
+}
+
+cudaError_t own_kernels_ptx_version(int* version) {
+    cudaFuncAttributes attributes{};
+    const cudaError_t status = cudaFuncGetAttributes(&attributes, advance_step_kernel);
+    if (status == cudaSuccess) *version = attributes.ptxVersion;
+    return status;
 }
 
 }  // namespace braid::samples::cuda

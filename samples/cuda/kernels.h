@@ -34,14 +34,22 @@ namespace braid::samples::cuda {
 // the stream's kernel before it finishes; every own kernel's blocks first
 // wait (griddepcontrol.wait) until the kernels before it have completed and
 // their writes are visible, so the results are those of a plain launch,
-// bit for bit, and only the gap between the kernels shrinks.
+// bit for bit, and only the gap between the kernels shrinks. Every call
+// says which (no conversion from a bare stream), so a layer cannot launch
+// plainly by omission.
 struct KernelStream {
     cudaStream_t stream = nullptr;
     bool programmatic = false;
 
-    KernelStream(cudaStream_t s, bool p = false) noexcept  // NOLINT: a plain stream is a plain launch
-        : stream(s), programmatic(p) {}
+    KernelStream(cudaStream_t s, bool p) noexcept : stream(s), programmatic(p) {}
 };
+
+// The PTX architecture the own kernels run as on the current device
+// (cudaFuncAttributes::ptxVersion: 90 for compute_90). Their wait before
+// the first instruction exists only from 90 on: built for older targets
+// alone (meson option gpu_targets), they must not be launched
+// programmatically.
+cudaError_t own_kernels_ptx_version(int* version);
 
 struct DeviceImages {
     float* data = nullptr;

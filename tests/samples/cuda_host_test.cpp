@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cublas_v2.h>
 #include <cudnn.h>
 #include <exception>
@@ -18,10 +19,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/algorithms.hpp"
 #include "cuda/conv_engines.hpp"
+#include "cuda/kernels.h"
 #include "cuda/layers.hpp"
 #include "gpu_samples_util.hpp"
 #include "nn/batch_norm.hpp"
@@ -600,7 +603,9 @@ TEST_CASE("the GPU tests' slice helpers: channels of a wide buffer, in order, an
 namespace {
 
 // The kernels of CUDA source `text` whose body does not begin with
-// await_previous_kernels(), and how many kernels it has.
+// await_previous_kernels(), and how many kernels it has. A kernel is a
+// `__global__` declaration with a body, whatever stands between it and the
+// name (static, void, __launch_bounds__(...)).
 struct KernelEntries {
     std::size_t kernels = 0;
     std::vector<std::string> not_waiting;
@@ -608,22 +613,42 @@ struct KernelEntries {
 
 KernelEntries kernels_not_waiting(const std::string& text) {
     KernelEntries out;
-    const std::string marker = "__global__ void ";
+    const std::string marker = "__global__";
     for (std::size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at + 1)) {
-        const std::size_t name_begin = at + marker.size();
-        const std::string name = text.substr(name_begin, text.find('(', name_begin) - name_begin);
-        std::size_t p = text.find('(', name_begin);
+        // The parameter list is the first '(' whose word before it is not __launch_bounds__.
+        std::size_t open = text.find('(', at);
+        while (open != std::string::npos && open >= 17 && text.compare(open - 17, 17, "__launch_bounds__") == 0) {
+            std::size_t p = open;
+            for (int depth = 0; p < text.size(); ++p) {
+                if (text[p] == '(') ++depth;
+                if (text[p] == ')' && --depth == 0) break;
+            }
+            open = text.find('(', p);
+        }
+        if (open == std::string::npos) break;
+        std::size_t name_begin = open;
+        while (name_begin > at && (std::isalnum(static_cast<unsigned char>(text[name_begin - 1])) != 0 ||
+                                   text[name_begin - 1] == '_'))
+            --name_begin;
+        const std::string name = text.substr(name_begin, open - name_begin);
+        std::size_t p = open;
         for (int depth = 0; p < text.size(); ++p) {
             if (text[p] == '(') ++depth;
             if (text[p] == ')' && --depth == 0) break;
         }
-        const std::size_t body = text.find('{', p);
+        const std::size_t body = text.find_first_of("{;", p);
+        if (body == std::string::npos || text[body] == ';') continue;  // a declaration: its definition counts
         const std::size_t first = text.find_first_not_of(" \n", body + 1);
         ++out.kernels;
-        if (body == std::string::npos || text.compare(first, 25, "await_previous_kernels();") != 0)
-            out.not_waiting.push_back(name);
+        if (text.compare(first, 25, "await_previous_kernels();") != 0) out.not_waiting.push_back(name);
     }
     return out;
+}
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
 }
 
 }  // namespace
@@ -631,7 +656,9 @@ KernelEntries kernels_not_waiting(const std::string& text) {
 // CudaBackendOptions::programmatic_launch lets a kernel start before the
 // kernel it follows has finished; only its first instruction's wait keeps
 // the results those of a plain launch. So every own kernel waits first,
-// and every launch goes through the launcher that sets the attribute.
+// and every launch goes through the one launcher that sets the attribute
+// (KernelStream has no conversion from a bare stream, so a layer cannot
+// leave the choice out).
 TEST_CASE("every own kernel waits for the kernels before it first, and every launch takes the lane's launch kind") {
     std::ifstream in(BRAID_SOURCE_DIR "/samples/cuda/kernels.cu");
     REQUIRE(in);
@@ -641,11 +668,19 @@ TEST_CASE("every own kernel waits for the kernels before it first, and every lau
     CHECK(entries.kernels >= 30);
     for (const std::string& name : entries.not_waiting) FAIL_CHECK("kernel " << name << " does not wait first");
     CHECK(source.find("<<<") == std::string::npos);
+    // The launcher's one call; no other launch API.
+    CHECK(occurrences(source, "cudaLaunchKernel") == 1);
+    CHECK(occurrences(source, "cudaLaunchKernelEx(&config, kernel,") == 1);
+    CHECK(occurrences(source, "cudaLaunchCooperativeKernel") == 0);
+    static_assert(!std::is_convertible_v<cudaStream_t, KernelStream>);
 
-    // The scan itself finds a kernel that does not wait.
+    // The scan itself finds the kernels that do not wait, however declared.
     const KernelEntries made_up = kernels_not_waiting(
         "__global__ void good(int (*f)(int), float* x) {\n    await_previous_kernels();\n    x[0] = 1;\n}\n"
-        "template <int V>\n__global__ void bad(float* x) { x[0] = 2; await_previous_kernels(); }\n");
-    CHECK(made_up.kernels == 2);
-    CHECK(made_up.not_waiting == std::vector<std::string>{"bad"});
+        "template <int V>\n__global__ void bad(float* x) { x[0] = 2; await_previous_kernels(); }\n"
+        "static __global__ void __launch_bounds__(256, 2) bounded(float* x) { x[0] = 3; }\n"
+        "__global__ void declared(float* x);\n"
+        "__global__ static void also_static(float* x)\n{\n    await_previous_kernels();\n}\n");
+    CHECK(made_up.kernels == 4);
+    CHECK(made_up.not_waiting == std::vector<std::string>{"bad", "bounded"});
 }

@@ -473,8 +473,18 @@ TEST_CASE("programmatic launches give the plain launches' bits on the GPU, seria
                 plain.graph_mode = programmatic.graph_mode = graph;
                 double plain_loss = 0.0, serial_loss = 0.0, plan_loss = 0.0;
                 const WeightSnapshot reference = train(tg, serial, plain, 2, &plain_loss);
-                const WeightComparison s = compare_weights(train(tg, serial, programmatic, 2, &serial_loss), reference);
-                const WeightComparison p = compare_weights(train(tg, plan, programmatic, 2, &plan_loss), reference);
+                // Trains `run` programmatically; in graph mode the capture must show programmatic edges
+                // (else the launches were plain and the bits prove nothing).
+                const auto programmatic_run = [&](const braid::Plan& run, double* loss) {
+                    CudaTrainer t(tg, run, programmatic);
+                    t.warm_up();
+                    for (int i = 0; i < 2; ++i) (void)t.iterate();
+                    *loss = t.loss();
+                    if (graph) CHECK(t.programmatic_edges() > 0);
+                    return t.weights();
+                };
+                const WeightComparison s = compare_weights(programmatic_run(serial, &serial_loss), reference);
+                const WeightComparison p = compare_weights(programmatic_run(plan, &plan_loss), reference);
                 CAPTURE(s.describe());
                 CAPTURE(p.describe());
                 CHECK(s.identical);

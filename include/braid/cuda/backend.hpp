@@ -93,6 +93,10 @@ public:
         std::uint64_t updates = 0;          // recordings applied by cudaGraphExecUpdate
         std::uint64_t replays = 0;          // iterations that only launched a recorded graph
         std::uint64_t failed_iterations = 0;
+        // With CudaBackendOptions::programmatic_launch: the edges of the
+        // last captured graph that programmatic launches made
+        // (cudaGraphDependencyTypeProgrammatic); 0 says none was launched so.
+        std::uint64_t programmatic_edges = 0;
     };
 
     // Uses the current device. Creates its own caller stream; set_stream()
@@ -263,6 +267,7 @@ public:
                 cuda::check(joined != cudaSuccess ? joined : ended != cudaSuccess ? ended : cudaErrorStreamCaptureInvalidated,
                             joined != cudaSuccess ? "cudaStreamWaitEvent(join)" : "cudaStreamEndCapture");
             }
+            if (options_.programmatic_launch) counters_.programmatic_edges = programmatic_edges(graph.get());
             Recording& rec = graphs_[key_.executor];
             if (rec.exec) {
                 cudaGraphExecUpdateResultInfo info{};
@@ -374,6 +379,19 @@ private:
         l.cudnn_workspace = r.cudnn_workspace.get();
         l.cudnn_workspace_bytes = r.cudnn_workspace.bytes();
         l.priority = priority;
+    }
+
+    // How many of `graph`'s edges are programmatic (a kernel launched
+    // programmatically after a kernel on its stream).
+    static std::uint64_t programmatic_edges(cudaGraph_t graph) {
+        std::size_t count = 0;
+        cuda::check(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &count), "cudaGraphGetEdges");
+        std::vector<cudaGraphNode_t> from(count), to(count);
+        std::vector<cudaGraphEdgeData> data(count);
+        cuda::check(cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &count), "cudaGraphGetEdges");
+        std::uint64_t programmatic = 0;
+        for (std::size_t e = 0; e < count; ++e) programmatic += data[e].type == cudaGraphDependencyTypeProgrammatic;
+        return programmatic;
     }
 
     // Lanes that a failed capture left in capture mode get a fresh stream.
