@@ -243,9 +243,10 @@ void print_setting_comparisons(const Options& o, const TrainingGraph& tg, const 
     };
     for (const Setting& s : settings) {
         if (!s.on) continue;
-        CudaRunOptions base = run_options(o);
+        CudaRunOptions base = run_options(o), with = run_options(o);
+        base.graph_mode = with.graph_mode = true;
         s.clear(base);
-        const RunComparison c = compare_runs(tg, plan, base, run_options(o));
+        const RunComparison c = compare_runs(tg, plan, base, with);
         fmt::print("{}_{}_graph_{}_median_ms: {:.3f}\n", prefix, name, s.without, c.base_median_ms);
         fmt::print("{}_{}_graph_{}_median_ms: {:.3f}\n", prefix, name, s.with, c.variant_median_ms);
         fmt::print("{}_{}_speedup_{}_graph: {:.3f}\n", prefix, s.tag, name, c.speedup);

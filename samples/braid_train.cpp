@@ -94,7 +94,7 @@ struct Options {
 };
 
 #if BRAID_SAMPLES_WITH_CUDA
-// The CUDA settings every trainer of the run shares (graph mode is the caller's).
+// The CUDA settings every trainer of the run shares, launch mode included.
 CudaRunOptions cuda_run_options(const Options& o) {
     CudaRunOptions run;
     run.deterministic = o.deterministic || o.check;
@@ -104,6 +104,7 @@ CudaRunOptions cuda_run_options(const Options& o) {
     run.cudnn_batch_norm = o.batch_norm == "cudnn";
     run.channels_last = o.layout == "nhwc";
     run.programmatic_launch = o.pdl == "on";
+    run.graph_mode = o.mode == "graph";
     return run;
 }
 #endif
@@ -276,8 +277,7 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
     std::optional<TuningOutcome> outcome;
 #if BRAID_SAMPLES_WITH_CUDA
     if (o.backend == "cuda") {
-        CudaRunOptions run = cuda_run_options(o);
-        run.graph_mode = o.mode == "graph";
+        const CudaRunOptions run = cuda_run_options(o);
         CudaTrainerTiming source(tg, run);
         braid::MeasuredOn on = cuda_measured_on(tg.batch(), run.graph_mode);
         on.settings = settings;
@@ -384,14 +384,15 @@ TrainingGraph make_training_graph(const Options& o, std::string& label) {
 }
 
 #if BRAID_SAMPLES_WITH_CUDA
-// --conv-api auto, --batch-norm auto, --layout auto, --pdl auto: the serial plan replayed on this GPU
-// with `base` and with `variant` (one setting changed), in alternation;
+// --conv-api auto, --batch-norm auto, --layout auto, --pdl auto: the serial plan run on this GPU
+// in the run's launch mode with `base` and with `variant` (one setting changed), in alternation;
 // true when the variant's paired median is faster by more than tuning's
 // equivalence margin.
 bool measure_variant(const TrainingGraph& tg, const std::string& device, const CudaRunOptions& base,
                      const CudaRunOptions& variant, const char* what, const char* base_name,
                      const char* variant_name) {
-    fmt::print("{}: timing the serial plan with {} and {}, in alternation\n", what, base_name, variant_name);
+    fmt::print("{}: timing the serial plan, {}, with {} and {}, in alternation\n", what,
+               base.graph_mode ? "replayed as a CUDA graph" : "launched eagerly", base_name, variant_name);
     std::fflush(stdout);
     const RunComparison c = compare_runs(tg, braid::strategy::serial(tg.graph, device), base, variant);
     const bool faster = c.speedup > 1.0 + braid::TuneOptions{}.equivalence;
@@ -517,7 +518,6 @@ int train(Options o) {
         request.iterations = o.iterations;
         request.check = o.check;
         request.run = cuda_run_options(o);  // --check makes it deterministic either way
-        request.run.graph_mode = o.mode == "graph";
         return run_cuda_training(tg, plan, request);
     }
 #endif

@@ -334,11 +334,12 @@ int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const
 RunComparison compare_runs(const TrainingGraph& graph, const braid::Plan& plan, CudaRunOptions base,
                            CudaRunOptions variant, std::uint32_t rounds) {
     if (rounds == 0) throw braid::Error("compare_runs: rounds must be at least 1");
-    base.graph_mode = variant.graph_mode = true;
+    if (base.graph_mode != variant.graph_mode)
+        throw braid::Error("compare_runs: both runs must launch alike (graph or eager); the variant changes one setting");
     CudaTrainer a(graph, plan, base), b(graph, plan, variant);
     a.warm_up();
     b.warm_up();
-    (void)a.iterate();  // capture and instantiate
+    (void)a.iterate();  // graph mode: capture and instantiate; eager: a first run past the warm-up
     (void)b.iterate();
     std::vector<double> a_ms, b_ms, ratio;
     for (std::uint32_t r = 0; r < rounds; ++r) {
@@ -356,7 +357,7 @@ RunComparison compare_runs(const TrainingGraph& graph, const braid::Plan& plan, 
         std::sort(v.begin(), v.end());
         return v.size() % 2 == 1 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
     };
-    return RunComparison{rounds, median(a_ms), median(b_ms), median(ratio)};
+    return RunComparison{rounds, median(a_ms), median(b_ms), median(ratio), a.launch_summary(), b.launch_summary()};
 }
 
 std::vector<braid::ConvEngineFamily> probe_conv_engines(const TrainingGraph& graph, CudaRunOptions options) {

@@ -190,15 +190,17 @@ struct CudaTrainRequest {
 };
 int run_cuda_training(const TrainingGraph& graph, const braid::Plan& plan, const CudaTrainRequest& request);
 
-// `plan` replayed as a CUDA graph under two settings (the convolution API,
-// say): a trainer each, one iteration each per round after a capture each,
-// so both see the same clocks and neighbours, the order swapped every
-// round (A B, B A, ...). graph_mode is set on both.
+// `plan` run under two settings (the convolution API, say): a trainer each,
+// one iteration each per round after an untimed one each (in graph mode the
+// capture), so both see the same clocks and neighbours, the order swapped
+// every round (A B, B A, ...). Both launch as their graph_mode says, which
+// must be the same: a setting is measured in the launch mode it will run in.
 struct RunComparison {
     std::uint32_t rounds = 0;
     double base_median_ms = 0.0;
     double variant_median_ms = 0.0;
     double speedup = 0.0;  // the median over rounds of base ms / variant ms (paired, as tuning compares)
+    std::string base_launches, variant_launches;  // CudaTrainer::launch_summary of each, after the rounds
 };
 RunComparison compare_runs(const TrainingGraph& graph, const braid::Plan& plan, CudaRunOptions base,
                            CudaRunOptions variant, std::uint32_t rounds = 15);

@@ -22,6 +22,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "braid/planner/strategies/serial.hpp"
+
 #include "cuda/algorithms.hpp"
 #include "cuda/conv_engines.hpp"
 #include "cuda/kernels.h"
@@ -583,6 +585,25 @@ TEST_CASE("cuDNN batch norm: which statuses hand a pass to the own kernels, whic
     CHECK(conflict.find("100, 250 and 100 floats per image") != std::string::npos);
     CHECK_FALSE(CudaBatchNorm::layout_conflict(100, 100, 250).empty());
     CHECK_FALSE(CudaBatchNorm::layout_conflict(250, 100, 100).empty());
+}
+
+TEST_CASE("compare_runs: two runs of one launch mode and at least one round, refused before any GPU is asked") {
+    braid::samples::TrainConfig c;
+    c.model.net = "resnet18";
+    c.model.batch = 2;
+    c.model.image = 32;
+    c.model.classes = 10;
+    c.model.width_scale = 0.125;
+    const braid::samples::TrainingGraph tg = braid::samples::build_training_graph(c);
+    const braid::Plan serial = braid::strategy::serial(tg.graph);
+    braid::samples::CudaRunOptions eager, graph;
+    graph.graph_mode = true;
+    CHECK_THROWS_WITH_AS(braid::samples::compare_runs(tg, serial, eager, graph),
+                         doctest::Contains("both runs must launch alike"), braid::Error);
+    CHECK_THROWS_WITH_AS(braid::samples::compare_runs(tg, serial, graph, eager),
+                         doctest::Contains("both runs must launch alike"), braid::Error);
+    CHECK_THROWS_WITH_AS(braid::samples::compare_runs(tg, serial, eager, eager, 0),
+                         doctest::Contains("rounds must be at least 1"), braid::Error);
 }
 
 }  // TEST_SUITE

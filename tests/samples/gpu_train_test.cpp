@@ -495,6 +495,28 @@ TEST_CASE("programmatic launches give the plain launches' bits on the GPU, seria
         }
 }
 
+TEST_CASE("compare_runs measures both runs in the launch mode they share, eager or graph") {
+    const TrainingGraph tg = build_training_graph(small("resnet18"));
+    const braid::Plan serial = braid::strategy::serial(tg.graph);
+    for (const bool graph : {false, true}) {
+        CAPTURE(graph);
+        CudaRunOptions base, variant;
+        base.graph_mode = variant.graph_mode = graph;
+        variant.cudnn_batch_norm = true;
+        const RunComparison c = compare_runs(tg, serial, base, variant, 3);
+        CHECK(c.rounds == 3);
+        CHECK(c.base_median_ms > 0.0);
+        CHECK(c.variant_median_ms > 0.0);
+        CHECK(c.speedup > 0.0);
+        CAPTURE(c.base_launches);
+        CAPTURE(c.variant_launches);
+        // A warm-up, an untimed first run and three rounds each.
+        const std::string want = graph ? "graph: 1 captures" : "eager: 5 iterations";
+        CHECK(c.base_launches.rfind(want, 0) == 0);
+        CHECK(c.variant_launches.rfind(want, 0) == 0);
+    }
+}
+
 TEST_CASE("every op in 3 parts: the split granule gives the whole-batch bits, plain parts stay within tolerance") {
     for (const std::string net : {"googlenet", "resnet18"}) {
         CAPTURE(net);
