@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -34,6 +35,7 @@
 #include "braid/model/estimate.hpp"
 #include "braid/plan/plan_json.hpp"
 #include "braid/plan/validate.hpp"
+#include "braid/sim/hardware_queues.hpp"
 #include "braid/planner/calibration_table.hpp"
 #include "braid/planner/make_plan.hpp"
 #include "braid/planner/tune_cache.hpp"
@@ -82,6 +84,10 @@ struct Options {
     std::string batch_norm = "own";   // cuda: own kernels, cuDNN's, or auto (measured here)
     std::string layout = "nchw";      // cuda: NCHW or NHWC activations, or auto (measured here)
     std::string pdl = "off";          // cuda: own kernels launched programmatically, or auto (measured here)
+    std::uint32_t max_connections = 0;  // cuda: CUDA_DEVICE_MAX_CONNECTIONS for this process; 0: the environment's
+    // cuda: the hardware work queues this process asks for its eager launches
+    // (braid::sim::process_hardware_queues); none: the driver's default.
+    std::optional<int> hardware_queues;
     bool strategy_given = false;
     bool tune = false;             // measure braid's best plans here and train with the fastest
     std::uint32_t tune_top = 6;
@@ -156,6 +162,16 @@ void validate(Options& o) {
                          (o.tune ? "--tune measures plans" : "--profile-out runs the step on the GPU") +
                          ": leave one of them out"};
     if (o.mode.empty()) o.mode = o.backend == "cuda" ? braid::cli::default_mode : "eager";
+    if (o.max_connections != 0 && o.backend != "cuda")
+        throw UsageError{"--max-connections sets the hardware work queues of a CUDA context (--backend cuda); the host "
+                         "backend has none"};
+    if (o.backend == "cuda") {
+        // Before anything starts CUDA: the driver reads the variable when it makes the context.
+        if (o.max_connections != 0 &&
+            setenv(braid::sim::max_connections_variable, std::to_string(o.max_connections).c_str(), 1) != 0)
+            throw braid::Error(std::string("--max-connections: cannot set ") + braid::sim::max_connections_variable);
+        o.hardware_queues = braid::sim::process_hardware_queues();
+    }
     if (o.mode == "graph" && o.backend != "cuda")
         throw UsageError{"--mode graph replays a captured CUDA graph and needs --backend cuda; the host backend runs "
                          "eagerly"};
@@ -233,7 +249,7 @@ braid::Plan make_training_plan(const Options& o, const TrainingGraph& tg, const 
     options.strategy = o.strategy;
     options.max_streams = o.max_streams;
     options.mode = o.mode == "graph" ? braid::LaunchMode::graph : braid::LaunchMode::eager;
-    PlanningModel model = planning_model(tg, device, calibration, options.mode, engines);
+    PlanningModel model = planning_model(tg, device, calibration, options.mode, engines, o.hardware_queues);
     options.sim = model.sim;
     return braid::make_plan(tg.graph, device, model.costs, options);
 }
@@ -262,6 +278,8 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
                                 o.batch_norm == "cudnn" ? ", cuDNN batch norm" : "");
     if (o.backend == "cuda" && o.layout == "nhwc") settings += ", NHWC activations";
     if (o.backend == "cuda" && o.pdl == "on") settings += ", programmatic launches";
+    if (o.mode == "eager" && o.hardware_queues)
+        settings += fmt::format(", {}={}", braid::sim::max_connections_variable, *o.hardware_queues);
     TuningRequest request;
     request.top = o.tune_top;
     request.budget_s = o.tune_budget_s;
@@ -269,6 +287,7 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
     request.mode = o.mode == "graph" ? braid::LaunchMode::graph : braid::LaunchMode::eager;
     request.calibration = calibration;
     request.engines = std::move(engines);
+    request.eager_hardware_queues = o.hardware_queues;
     if (!o.no_tune_cache) request.cache_dir = o.tune_cache;
     const auto log = [](const std::string& line) {
         fmt::print("tune: {}\n", line);
@@ -303,6 +322,20 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
 // --dry-run: the plan the run would use (a file's, loaded against the graph
 // built here, or a strategy's), checked, described and, with --plan-out,
 // written; nothing runs. Needs no GPU, whatever the backend.
+// For an eager run on the GPU: the queues its streams share, and where the
+// number comes from.
+std::string describe_hardware_queues(const Options& o, const braid::Plan& plan) {
+    const int queues = o.hardware_queues.value_or(braid::sim::Params{}.eager_hardware_queues);
+    const std::string from = o.hardware_queues
+                                 ? fmt::format("{}={}", braid::sim::max_connections_variable, queues)
+                                 : fmt::format("{} not set: the driver's default", braid::sim::max_connections_variable);
+    std::string out = fmt::format("eager launches: {} hardware queue{} ({})", queues, queues == 1 ? "" : "s", from);
+    if (plan.stream_count() > static_cast<std::size_t>(queues))
+        out += fmt::format("; the plan's {} streams share them, stream s with s + {}, in launch order",
+                           plan.stream_count(), queues);
+    return out;
+}
+
 int dry_run(const Options& o, const TrainingGraph& tg, const std::string& label) {
     fmt::print("{}, {} parameters; {} backend, {} strategy; dry run: nothing is trained\n", label,
                tg.network.parameter_count(), o.backend, o.strategy);
@@ -323,6 +356,7 @@ int dry_run(const Options& o, const TrainingGraph& tg, const std::string& label)
                plan.strategy, plan.device.empty() ? std::string("no device") : "for " + plan.device,
                tg.graph.fingerprint(), tg.graph.op_count(), plan.stream_count(), plan.steps.size(), parts,
                plan.waits.size());
+    if (o.backend == "cuda" && o.mode == "eager") fmt::print("{}\n", describe_hardware_queues(o, plan));
     return 0;
 }
 
@@ -506,6 +540,7 @@ int train(Options o) {
     fmt::print("plan: {} ({}), {} streams, {} steps ({} batch parts), {} waits\n", plan.strategy,
                plan.device.empty() ? std::string("no device") : "for " + plan.device, plan.stream_count(),
                plan.steps.size(), split_steps, plan.waits.size());
+    if (o.backend == "cuda" && o.mode == "eager") fmt::print("{}\n", describe_hardware_queues(o, plan));
     std::fflush(stdout);
 
 #if BRAID_SAMPLES_WITH_CUDA
@@ -685,6 +720,11 @@ int main(int argc, char** argv) {
                    "auto: on when faster on this GPU, measured first (docs/samples.md)")
         ->check(CLI::IsMember({"off", "on", "auto"}))
         ->capture_default_str();
+    app.add_option("--max-connections", o.max_connections,
+                   "cuda: hardware work queues the process asks the driver for (sets CUDA_DEVICE_MAX_CONNECTIONS, "
+                   "1 to 32; by default the environment's, else the driver's 8); eager launches of streams beyond "
+                   "them share queues, and plans are simulated so")
+        ->check(CLI::Range(1, 32));
     CLI11_PARSE(app, argc, argv);
     o.net_given = net->count() > 0;
     if (o.net_given && image->count() == 0) m.image = default_image(m.net);

@@ -56,6 +56,7 @@
 #include "braid/profiler/report.hpp"
 #include "braid/sim/chrome_trace.hpp"
 #include "braid/sim/event_queue.hpp"
+#include "braid/sim/hardware_queues.hpp"
 #include "braid/sim/host_issue.hpp"
 #include "braid/sim/launch_mode.hpp"
 #include "braid/sim/program.hpp"

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "braid/planner/calibrate.hpp"
+#include "braid/sim/hardware_queues.hpp"
 #include "nn/gradient_sum.hpp"
 #include "nn/launch.hpp"
 #include "train/training_graph.hpp"
@@ -61,11 +62,14 @@ std::vector<braid::OpEstimate> op_estimates(const TrainingGraph& tg, const Estim
 
 PlanningModel planning_model(const TrainingGraph& tg, const braid::DeviceSpec& device,
                              const std::optional<braid::Calibration>& calibration, braid::LaunchMode mode,
-                             std::span<const braid::ConvEngineFamily> engines) {
+                             std::span<const braid::ConvEngineFamily> engines,
+                             std::optional<int> eager_hardware_queues) {
     std::vector<braid::OpEstimate> estimates = op_estimates(tg);
     if (!engines.empty()) braid::engine_families_from_choices(estimates, engines);
-    if (!calibration) return {braid::estimate_costs(device, estimates), {}};
-    return {braid::calibrated_costs(device, estimates, *calibration, mode), calibration->sim};
+    if (!calibration)
+        return {braid::estimate_costs(device, estimates), braid::sim::with_eager_hardware_queues({}, eager_hardware_queues)};
+    return {braid::calibrated_costs(device, estimates, *calibration, mode),
+            braid::sim::with_eager_hardware_queues(calibration->sim, eager_hardware_queues)};
 }
 
 bool runs_conv_pass(const TrainingGraph& tg, std::size_t op) {

@@ -158,13 +158,17 @@ std::vector<braid::OpEstimate> op_estimates(const TrainingGraph& tg, const Estim
 // `engines` (by OpId, or empty): the engine family the backend chose for
 // each op's convolution (CudaModel::conv_engines), so a calibration's
 // engine fits price those kernels (braid::engine_families_from_choices).
+// `eager_hardware_queues`: the queues the process that runs the plan has
+// (braid::sim::process_hardware_queues), over the calibration's or the
+// default.
 struct PlanningModel {
     braid::OpCosts costs;
     braid::sim::Params sim;
 };
 PlanningModel planning_model(const TrainingGraph& tg, const braid::DeviceSpec& device,
                              const std::optional<braid::Calibration>& calibration, braid::LaunchMode mode,
-                             std::span<const braid::ConvEngineFamily> engines = {});
+                             std::span<const braid::ConvEngineFamily> engines = {},
+                             std::optional<int> eager_hardware_queues = std::nullopt);
 
 // Whether op `op` of `tg` runs a pass of a convolution layer (forward,
 // backward data or backward weight): the ops a backend chooses engines for.

@@ -22,7 +22,8 @@ TuningOutcome tune_training_plan(const TrainingGraph& tg, const braid::DeviceSpe
             return out;
         }
     }
-    const PlanningModel model = planning_model(tg, device, request.calibration, request.mode, request.engines);
+    const PlanningModel model = planning_model(tg, device, request.calibration, request.mode, request.engines,
+                                               request.eager_hardware_queues);
     braid::strategy::BraidOptions bo;
     bo.max_streams = request.max_streams;
     bo.mode = request.mode;

@@ -26,6 +26,7 @@ struct TuningRequest {
     braid::LaunchMode mode = braid::LaunchMode::graph;
     std::optional<braid::Calibration> calibration;  // what the candidates are planned with
     std::vector<braid::ConvEngineFamily> engines;    // by OpId, or none: the backend's (planning_model)
+    std::optional<int> eager_hardware_queues;        // the process's, for an eager run on a GPU (planning_model)
     std::filesystem::path cache_dir;   // empty: neither read nor write the cache
 };
 

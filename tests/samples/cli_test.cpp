@@ -212,6 +212,58 @@ layer { name: "prob" type: "Softmax" bottom: "fc" top: "prob" }
 #endif
 }
 
+#if BRAID_SAMPLES_WITH_CUDA
+TEST_CASE("braid-train --max-connections: the hardware queues an eager run's plan is made for") {
+    check_fails("--net resnet18 --max-connections 4 " + tiny,
+                "--max-connections sets the hardware work queues of a CUDA context (--backend cuda)");
+    check_fails("--net resnet18 --backend cuda --max-connections 0 --dry-run", "--max-connections: Value 0 not in range 1 to 32");
+    check_fails("--net resnet18 --backend cuda --max-connections 33 --dry-run", "--max-connections: Value 33 not in range 1 to 32");
+    for (const char* bad : {"abc", "0", "64"}) {
+        CAPTURE(bad);
+        const Run r = braid::testing::run_command(std::string("CUDA_DEVICE_MAX_CONNECTIONS=") + bad + " " + BRAID_TRAIN_PATH +
+                                                  " --net resnet18 " + tiny + " --backend cuda --dry-run");
+        CAPTURE(r.output);
+        CHECK(r.status == 1);
+        CHECK(r.output.find(std::string("CUDA_DEVICE_MAX_CONNECTIONS='") + bad + "': expected a whole number from 1 to 32") !=
+              std::string::npos);
+    }
+    // The streams of the plan braid makes for ResNet-50 at batch 32, launched eagerly over `queues` queues.
+    const auto streams = [](const std::string& queues) {
+        const Run r = braid_train("--net resnet50 --batch 32 --backend cuda --mode eager --strategy braid --max-streams 16 "
+                                  "--dry-run " + queues);
+        CAPTURE(r.output);
+        CHECK(r.status == 0);
+        const std::size_t at = r.output.find(" streams, ");
+        REQUIRE(at != std::string::npos);
+        const std::size_t from = r.output.rfind(' ', at - 1) + 1;
+        return std::stoi(r.output.substr(from, at - from));
+    };
+    // One queue runs every stream's kernels in launch order: more streams would add waits and no overlap.
+    CHECK(streams("--max-connections 1") == 1);
+    const int eight = streams("--max-connections 8");
+    CHECK(eight > 1);
+    CHECK(eight <= 8);
+    CHECK(streams("--max-connections 32") > 8);
+    CHECK(streams("") == eight);  // not set: the driver's 8
+    // Where the number comes from, and the streams that share a queue.
+    const Run set = braid::testing::run_command(std::string("CUDA_DEVICE_MAX_CONNECTIONS=4 ") + BRAID_TRAIN_PATH + " --net resnet18 " +
+                                                tiny + " --backend cuda --mode eager --strategy nimble --dry-run");
+    CAPTURE(set.output);
+    CHECK(set.status == 0);
+    CHECK(set.output.find("eager launches: 4 hardware queues (CUDA_DEVICE_MAX_CONNECTIONS=4); the plan's ") != std::string::npos);
+    CHECK(set.output.find("streams share them, stream s with s + 4, in launch order") != std::string::npos);
+    const Run option = braid::testing::run_command(std::string("CUDA_DEVICE_MAX_CONNECTIONS=4 ") + BRAID_TRAIN_PATH +
+                                                   " --net resnet18 " + tiny + " --backend cuda --mode eager --dry-run "
+                                                   "--max-connections 1");
+    CAPTURE(option.output);
+    CHECK(option.output.find("eager launches: 1 hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1)") != std::string::npos);
+    const Run graph = braid_train("--net resnet18 " + tiny + " --backend cuda --mode graph --dry-run --max-connections 4");
+    CAPTURE(graph.output);
+    CHECK(graph.status == 0);
+    CHECK(graph.output.find("eager launches") == std::string::npos);
+}
+#endif
+
 TEST_CASE("braid-train trains, reports and checks") {
     const Run run = braid_train("--net resnet18 " + tiny + " --check");
     CAPTURE(run.output);

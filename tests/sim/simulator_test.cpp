@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <set>
+#include <string>
 
 #include "braid/model/occupancy.hpp"
+#include "braid/sim/hardware_queues.hpp"
 #include "braid/sim/simulator.hpp"
 #include "sim_fixtures.hpp"
 
@@ -123,6 +126,43 @@ TEST_CASE("streams beyond the hardware queues share them and serialise in issue 
     Params bad = no_latency();
     bad.graph_hardware_queues = -1;
     CHECK(error_of([&] { (void)simulate(dev, b.p, bad); }).find("hardware queue") != std::string::npos);
+}
+
+TEST_CASE("the process's hardware queues: CUDA_DEVICE_MAX_CONNECTIONS from 1 to 32, or the model's when not set") {
+    CHECK_FALSE(braid::sim::requested_hardware_queues(nullptr));
+    CHECK(braid::sim::requested_hardware_queues("1") == 1);
+    CHECK(braid::sim::requested_hardware_queues("32") == 32);
+    for (const char* bad : {"", "0", "33", "-4", "8x", " 8", "eight", "99999999999999999999"}) {
+        CAPTURE(bad);
+        const std::string e = error_of([&] { (void)braid::sim::requested_hardware_queues(bad); });
+        CHECK(e.find(std::string("CUDA_DEVICE_MAX_CONNECTIONS='") + bad + "'") != std::string::npos);
+        CHECK(e.find("from 1 to 32") != std::string::npos);
+    }
+    Params p = no_latency();
+    p.eager_hardware_queues = 6;  // a calibration's
+    CHECK(braid::sim::with_eager_hardware_queues(p, std::nullopt) == p);
+    const Params q = braid::sim::with_eager_hardware_queues(p, 2);
+    CHECK(q.eager_hardware_queues == 2);
+    CHECK(q.graph_hardware_queues == p.graph_hardware_queues);
+
+    // Read from the environment as it is now.
+    const char* saved = std::getenv(braid::sim::max_connections_variable);
+    const std::optional<std::string> before = saved ? std::optional<std::string>(saved) : std::nullopt;
+    REQUIRE(setenv(braid::sim::max_connections_variable, "12", 1) == 0);
+    CHECK(braid::sim::process_hardware_queues() == 12);
+    REQUIRE(unsetenv(braid::sim::max_connections_variable) == 0);
+    CHECK_FALSE(braid::sim::process_hardware_queues());
+    if (before) REQUIRE(setenv(braid::sim::max_connections_variable, before->c_str(), 1) == 0);
+
+    // Two eager streams on one queue run one after the other; on two, side by side.
+    const DeviceSpec& dev = h200();
+    ProgramBuilder b({0, 0});
+    b.launch(0, one_per_sm("a", 8, 40000));
+    b.launch(1, one_per_sm("b", 8, 40000));
+    CHECK(simulate(dev, b.p, braid::sim::with_eager_hardware_queues(no_latency(), 1)).kernels[1].start_ns ==
+          doctest::Approx(40000));
+    CHECK(simulate(dev, b.p, braid::sim::with_eager_hardware_queues(no_latency(), 2)).kernels[1].start_ns ==
+          doctest::Approx(0.0));
 }
 
 TEST_CASE("a kernel that fills the GPU gains nothing from a second stream") {
