@@ -46,6 +46,7 @@ struct Options {
     std::string strategy = "braid";
     std::uint32_t max_streams = 16;
     std::string mode = braid::cli::default_mode;
+    std::optional<int> max_connections;  // eager: the hardware queues of the process the plan will run in
     std::string out_dir = "braid-plan-out";
     std::string plan_file, trace_file, svg_file;
     std::string format = "table";
@@ -100,7 +101,7 @@ Problem load_problem(const Options& o) {
         pick_calibration(o, p);
         braid::ProfilePlanning planning = braid::profile_planning(prof, *p.profiled, p.device, p.calibration, launch_mode(o));
         p.costs = std::move(planning.costs);
-        p.sim = planning.sim;
+        p.sim = braid::sim::with_eager_hardware_queues(planning.sim, o.max_connections);
         p.what = "profiled '" + prof.run.network + "' (" + std::to_string(p.profiled->op_count()) + " ops)";
         p.cost_source = "profile " + o.profile + (prof.durations_only ? " (durations only)" : "");
         return p;
@@ -133,10 +134,10 @@ Problem load_problem(const Options& o) {
     }
     p.device = pick_device(o, nullptr);
     pick_calibration(o, p);
-    if (p.calibration) p.sim = p.calibration->sim;
-    const std::vector<braid::OpEstimate> estimates = braid::samples::op_estimates(*p.training);
-    p.costs = p.calibration ? braid::calibrated_costs(p.device, estimates, *p.calibration, launch_mode(o))
-                            : braid::estimate_costs(p.device, estimates);
+    braid::samples::PlanningModel model =
+        braid::samples::planning_model(*p.training, p.device, p.calibration, launch_mode(o), {}, o.max_connections);
+    p.costs = std::move(model.costs);
+    p.sim = model.sim;
     p.cost_source = p.calibration && p.calibration->estimate.fitted() ? "calibrated estimate" : "roofline estimate";
     return p;
 }
@@ -205,6 +206,7 @@ int run(const Options& o) {
             {"calibration", p.calibration_text},
             {"device", p.device.key},
             {"mode", o.mode},
+            {"eager_hardware_queues", p.sim.eager_hardware_queues},
             {"ops", g.op_count()},
             {"edges", g.edge_count()},
             {"lower_bound_ms", cmp.bound.bound_ns / 1e6},
@@ -230,7 +232,10 @@ int run(const Options& o) {
     // "vs serial graph" only says something when the plans run eagerly and
     // the serial plan is faster as a graph; otherwise it repeats "vs serial".
     const bool graph_column = o.mode == "eager" && cmp.serial_eager_ns > cmp.serial_graph_ns * 1.001;
-    fmt::print("  predicted iteration time, plans run in {} mode:\n", o.mode);
+    fmt::print("  predicted iteration time, plans run in {} mode{}:\n", o.mode,
+               o.mode == "eager" ? fmt::format(" over {} hardware queues{}", p.sim.eager_hardware_queues,
+                                               o.max_connections ? " (--max-connections)" : "")
+                                 : "");
     fmt::print("  {:<8} {:>12} {:>10}{} {:>8} {:>7} {:>12} {:>9}\n", "strategy", "predicted ms", "vs serial",
                graph_column ? fmt::format(" {:>16}", "vs serial graph") : "", "streams", "waits", "/ lower bnd",
                "busy SMs");
@@ -322,6 +327,10 @@ int main(int argc, char** argv) {
     app.add_option("--mode", o.mode, "how plans are run: graph (one captured CUDA graph) or eager (launch by launch)")
         ->check(CLI::IsMember({"graph", "eager"}))
         ->capture_default_str();
+    app.add_option("--max-connections", o.max_connections,
+                   "eager: plan for a process with this many hardware work queues (its CUDA_DEVICE_MAX_CONNECTIONS, "
+                   "1 to 32); default: the calibration's, else 8")
+        ->check(CLI::Range(1, 32));
     app.add_option("--out", o.out_dir, "folder for plan.json, trace.json and timeline.svg")->capture_default_str();
     app.add_option("--plan-out", o.plan_file, "write the plan here instead");
     app.add_option("--trace-out", o.trace_file, "write the Chrome/Perfetto trace here instead");

@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "braid/braid.hpp"
 #include "braid/graph/graph_json.hpp"
+#include "braid/planner/calibration_table.hpp"
 #include "braid/profiler/profile_json.hpp"
 #include "run_command.hpp"
 #include "train/training_graph.hpp"
@@ -162,6 +164,50 @@ TEST_CASE("braid-plan writes the strategy asked for, and the table names the fil
     CHECK(wrong.status != 0);
     CHECK(wrong.output.find((dir / "plan.json").string() + ": $: this is a braid.plan, not a braid.profile") !=
           std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("braid-plan --max-connections: eager plans for a process with that many hardware queues, as the library makes them") {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "braid-plan-test-queues";
+    samples::TrainConfig tc;
+    tc.model.net = "resnet50";
+    const samples::TrainingGraph tg = samples::build_training_graph(tc);
+    const DeviceSpec& dev = find_device("h200");
+    const std::optional<Calibration> calibration = builtin_calibration(dev);
+    REQUIRE(calibration);
+    for (const int queues : {1, 32}) {
+        CAPTURE(queues);
+        const Run r = run_tool("--net resnet50 --mode eager --max-connections " + std::to_string(queues) +
+                               " --format json --out " + dir.string());
+        REQUIRE_MESSAGE(r.status == 0, r.output);
+        const nlohmann::json j = nlohmann::json::parse(r.output);
+        CHECK(j["eager_hardware_queues"] == queues);
+        ComparisonOptions co;
+        co.mode = LaunchMode::eager;
+        co.sim = calibration->sim;
+        co.sim.eager_hardware_queues = queues;
+        const Comparison c =
+            compare_strategies(tg.graph, dev, calibrated_costs(dev, samples::op_estimates(tg), *calibration, co.mode), co);
+        for (const nlohmann::json& row : j["strategies"]) {
+            CAPTURE(row["name"].get<std::string>());
+            CHECK(row["predicted_ms"].get<double>() ==
+                  doctest::Approx(c.row(row["name"].get<std::string>()).predicted_ns / 1e6).epsilon(1e-12));
+        }
+        const std::uint32_t streams = c.row("braid").streams;
+        // One queue runs every stream's kernels in launch order: braid keeps to one stream;
+        // 32 leave room for more streams than the default 8 queues do.
+        if (queues == 1) CHECK(streams == 1);
+        else CHECK(streams > 8);
+    }
+    // Not given: the calibration's 8, said in the table.
+    const Run table = run_tool("--net resnet50 --mode eager --out " + dir.string());
+    REQUIRE_MESSAGE(table.status == 0, table.output);
+    CHECK(table.output.find("plans run in eager mode over 8 hardware queues:") != std::string::npos);
+    const Run given = run_tool("--net resnet50 --mode eager --max-connections 4 --out " + dir.string());
+    CHECK(given.output.find("plans run in eager mode over 4 hardware queues (--max-connections):") != std::string::npos);
+    const Run bad = run_tool("--max-connections 33");
+    CHECK(bad.status != 0);
+    CHECK(bad.output.find("--max-connections: Value 33 not in range 1 to 32") != std::string::npos);
     std::filesystem::remove_all(dir);
 }
 
