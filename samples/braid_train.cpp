@@ -35,12 +35,12 @@
 #include "braid/model/estimate.hpp"
 #include "braid/plan/plan_json.hpp"
 #include "braid/plan/validate.hpp"
-#include "braid/sim/hardware_queues.hpp"
 #include "braid/planner/calibration_table.hpp"
 #include "braid/planner/make_plan.hpp"
 #include "braid/planner/tune_cache.hpp"
 #include "braid/profiler/profile_json.hpp"
 #include "braid/profiler/report.hpp"
+#include "braid/sim/hardware_queues.hpp"
 #include "caffe/prototxt.hpp"
 #include "nets/zoo.hpp"
 #include "progress.hpp"
@@ -319,9 +319,6 @@ braid::Plan tuned_training_plan(const Options& o, const TrainingGraph& tg, const
     return std::move(outcome->plan);
 }
 
-// --dry-run: the plan the run would use (a file's, loaded against the graph
-// built here, or a strategy's), checked, described and, with --plan-out,
-// written; nothing runs. Needs no GPU, whatever the backend.
 // For an eager run on the GPU: the queues its streams share, and where the
 // number comes from.
 std::string describe_hardware_queues(const Options& o, const braid::Plan& plan) {
@@ -336,6 +333,9 @@ std::string describe_hardware_queues(const Options& o, const braid::Plan& plan) 
     return out;
 }
 
+// --dry-run: the plan the run would use (a file's, loaded against the graph
+// built here, or a strategy's), checked, described and, with --plan-out,
+// written; nothing runs. Needs no GPU, whatever the backend.
 int dry_run(const Options& o, const TrainingGraph& tg, const std::string& label) {
     fmt::print("{}, {} parameters; {} backend, {} strategy; dry run: nothing is trained\n", label,
                tg.network.parameter_count(), o.backend, o.strategy);
