@@ -45,16 +45,16 @@ int main(int argc, char** argv) {
     // A bundled net's size, with braid-train's options and defaults.
     braid::samples::NetConfig& m = opt.net;
     CLI::Option* batch =
-        app.add_option("--batch", m.batch, "bundled net: images per iteration")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
+        app.add_option("--batch", m.batch, "bundled net: images per iteration")->check(CLI::Range(1u, braid::cli::max_batch))->capture_default_str();
     CLI::Option* image = app.add_option("--image", m.image,
                                         "bundled net: image height and width in pixels [default: the net's own, 299 "
                                         "for inception_v3, 224 for the others]")
-                             ->check(CLI::Range(1u, 8192u));
+                             ->check(CLI::Range(1u, braid::cli::max_image));
     CLI::Option* classes = app.add_option("--classes", m.classes, "bundled net: number of classes")
-                               ->check(CLI::Range(2u, 1u << 24))
+                               ->check(CLI::Range(2u, braid::cli::max_classes))
                                ->capture_default_str();
     CLI::Option* width = app.add_option("--width-scale", m.width_scale, "bundled net: multiplies every hidden channel count")
-                             ->check(CLI::Range(1e-6, 64.0))
+                             ->check(CLI::Range(braid::cli::min_width_scale, braid::cli::max_width_scale))
                              ->capture_default_str();
     bool no_aux = false;
     CLI::Option* aux = app.add_flag("--no-aux", no_aux,
@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
         "Without a CUDA device it prints \"no CUDA device\" and exits with 77. When CUPTI cannot start (no\n"
         "libcupti, insufficient privileges, another profiler attached) it says why and falls back to CUDA\n"
         "events: a durations-only profile. BRAID_CUPTI_LIBRARY names the libcupti to load.");
+    braid::cli::refuse_empty_values(app);
     CLI11_PARSE(app, argc, argv);
     m.aux_classifiers = !no_aux;
     m.update_bucket_bytes = bucket_mib << 20;

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -584,34 +585,35 @@ int train(Options o) {
     return run_training_loop(loop);
 }
 
-// "must be at least N" instead of CLI11's range text with DBL_MAX in it.
-CLI::Validator at_least(double lowest) {
+// A finite number that `fits`, else "must be <what>, got 'TEXT'": plain
+// words instead of CLI11's range text with DBL_MAX in it, and no NaN or
+// infinity slipping past a comparison.
+CLI::Validator finite_number(std::function<bool(double)> fits, const std::string& what, const std::string& name) {
     return CLI::Validator(
-        [lowest](std::string& text) -> std::string {
+        [fits, what](std::string& text) -> std::string {
             try {
                 std::size_t used = 0;
                 const double v = std::stod(text, &used);
-                if (used == text.size() && v >= lowest) return {};
+                if (used == text.size() && std::isfinite(v) && fits(v)) return {};
             } catch (const std::exception&) {
             }
-            return "must be a number of at least " + fmt::format("{}", lowest) + ", got '" + text + "'";
+            return "must be " + what + ", got '" + text + "'";
         },
-        ">=" + fmt::format("{}", lowest));
+        name);
 }
 
-CLI::Validator positive() {
-    return CLI::Validator(
-        [](std::string& text) -> std::string {
-            try {
-                std::size_t used = 0;
-                const double v = std::stod(text, &used);
-                if (used == text.size() && v > 0.0 && std::isfinite(v)) return {};
-            } catch (const std::exception&) {
-            }
-            return "must be a positive number, got '" + text + "'";
-        },
-        ">0");
+CLI::Validator at_least(double lowest) {
+    return finite_number([lowest](double v) { return v >= lowest; }, fmt::format("a number of at least {}", lowest),
+                         fmt::format(">={}", lowest));
 }
+
+CLI::Validator between(double lowest, double highest) {
+    return finite_number([lowest, highest](double v) { return v >= lowest && v <= highest; },
+                         fmt::format("a number from {} to {}", lowest, highest),
+                         fmt::format("[{} - {}]", lowest, highest));
+}
+
+CLI::Validator positive() { return finite_number([](double v) { return v > 0.0; }, "a positive number", ">0"); }
 
 }  // namespace
 
@@ -621,20 +623,24 @@ int main(int argc, char** argv) {
     CLI::App app{"Trains GoogLeNet, ResNet or Inception-v3 on seeded synthetic data with braid, reporting loss and speed.",
                  "braid-train"};
     CLI::Option* net = app.add_option("--net", m.net, "network (or --prototxt)")->check(CLI::IsMember(network_names()));
-    CLI::Option* batch = app.add_option("--batch", m.batch, "images per iteration")->check(at_least(1))->capture_default_str();
+    CLI::Option* batch = app.add_option("--batch", m.batch, "images per iteration")
+                               ->check(between(1, braid::cli::max_batch))
+                               ->capture_default_str();
     CLI::Option* image = app.add_option("--image", m.image,
                                         "image height and width in pixels [default: the net's own, 299 for "
                                         "inception_v3, 224 for the others]")
-                             ->check(at_least(1));
+                             ->check(between(1, braid::cli::max_image));
     CLI::Option* classes =
-        app.add_option("--classes", m.classes, "number of classes")->check(at_least(2))->capture_default_str();
+        app.add_option("--classes", m.classes, "number of classes")
+            ->check(between(2, braid::cli::max_classes))
+            ->capture_default_str();
     app.add_option("--iters", o.iterations, "training iterations")->check(at_least(1))->capture_default_str();
     app.add_option("--seed", o.train.seed, "seed of parameters, data and dropout")->capture_default_str();
     app.add_option("--data-batches", o.train.data_batches,
                    "cycle through this many fixed synthetic batches (0: a fresh batch every iteration)")
         ->capture_default_str();
     CLI::Option* width = app.add_option("--width-scale", m.width_scale, "multiplies every hidden channel count")
-        ->check(positive())
+        ->check(between(braid::cli::min_width_scale, braid::cli::max_width_scale))
         ->capture_default_str();
     CLI::Option* no_aux =
         app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
@@ -647,9 +653,15 @@ int main(int argc, char** argv) {
                    "train a Caffe net definition instead of --net (docs/caffe.md); --batch, --image and --classes, "
                    "when given, override the file's")
         ->excludes(net, width, no_aux, fuse, share);
-    app.add_option("--lr", o.train.optimizer.learning_rate, "SGD learning rate")->capture_default_str();
-    app.add_option("--momentum", o.train.optimizer.momentum, "SGD momentum")->capture_default_str();
+    app.add_option("--lr", o.train.optimizer.learning_rate, "SGD learning rate")
+        ->check(at_least(0))
+        ->capture_default_str();
+    app.add_option("--momentum", o.train.optimizer.momentum, "SGD momentum")
+        ->check(finite_number([](double v) { return v >= 0.0 && v < 1.0; }, "a number of at least 0 and below 1",
+                              "[0 - 1)"))
+        ->capture_default_str();
     app.add_option("--weight-decay", o.train.optimizer.weight_decay, "L2 weight decay of weights")
+        ->check(at_least(0))
         ->capture_default_str();
     app.add_flag("--summary", o.summary, "print the layers and the training graph, then exit");
     app.add_option("--device", o.device,
@@ -663,9 +675,10 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     CLI::Option* max_streams =
         app.add_option("--max-streams", o.max_streams, "most streams (host worker threads) a glp4nn, ios or braid plan may use")
-            ->check(at_least(1))
+            ->check(between(1, braid::cli::max_streams))
             ->capture_default_str();
-    braid::cli::add_deprecated(app, "--streams", o.max_streams, "--max-streams", max_streams)->check(at_least(1));
+    braid::cli::add_deprecated(app, "--streams", o.max_streams, "--max-streams", max_streams)
+        ->check(between(1, braid::cli::max_streams));
     app.add_option("--mode", o.mode,
                    "graph (one replayed CUDA graph; the default with --backend cuda) or eager (launch by launch; the "
                    "host backend's only mode, so its default)")
@@ -724,7 +737,8 @@ int main(int argc, char** argv) {
                    "cuda: hardware work queues the process asks the driver for (sets CUDA_DEVICE_MAX_CONNECTIONS, "
                    "1 to 32; by default the environment's, else the driver's 8); eager launches of streams beyond "
                    "them share queues, and plans are simulated so")
-        ->check(CLI::Range(1, 32));
+        ->check(between(1, braid::sim::max_hardware_queues));
+    braid::cli::refuse_empty_values(app);
     CLI11_PARSE(app, argc, argv);
     o.net_given = net->count() > 0;
     if (o.net_given && image->count() == 0) m.image = default_image(m.net);

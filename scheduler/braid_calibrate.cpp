@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();
     try {
+        braid::cli::refuse_empty_values(app);
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e);

@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
     app.add_option("--format", format, "table (for people) or json (device JSON, for scripts)")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();
+    braid::cli::refuse_empty_values(app);
     CLI11_PARSE(app, argc, argv);
     try {
         std::vector<braid::DeviceSpec> devices;

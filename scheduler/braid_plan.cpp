@@ -288,15 +288,15 @@ int main(int argc, char** argv) {
     CLI::Option* net = app.add_option("--net", o.net, "bundled network: googlenet, resnet18, resnet34, resnet50, resnet101, resnet152, inception_v3")
         ->capture_default_str();
     CLI::Option* batch =
-        app.add_option("--batch", o.batch, "images per iteration")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
+        app.add_option("--batch", o.batch, "images per iteration")->check(CLI::Range(1u, braid::cli::max_batch))->capture_default_str();
     CLI::Option* image = app.add_option("--image", o.image,
                                         "square input images of this many pixels a side [default: the net's own, 299 "
                                         "for inception_v3, 224 for the others]")
-                             ->check(CLI::Range(1u, 8192u));
+                             ->check(CLI::Range(1u, braid::cli::max_image));
     CLI::Option* classes =
-        app.add_option("--classes", o.classes, "output classes")->check(CLI::Range(1u, 1u << 24))->capture_default_str();
+        app.add_option("--classes", o.classes, "output classes")->check(CLI::Range(1u, braid::cli::max_classes))->capture_default_str();
     CLI::Option* width = app.add_option("--width-scale", o.width_scale, "multiply every hidden channel count (small nets for quick looks)")
-        ->check(CLI::PositiveNumber)
+        ->check(CLI::Range(braid::cli::min_width_scale, braid::cli::max_width_scale))
         ->capture_default_str();
     CLI::Option* no_aux = app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
     CLI::Option* fuse = app.add_flag("--fuse-relu", o.fuse_relu, braid::samples::fuse_relu_help);
@@ -322,7 +322,7 @@ int main(int argc, char** argv) {
                    fmt::format("whose plan to write: {} (docs/design.md#strategies)", fmt::join(braid::strategy_names(), ", ")))
         ->capture_default_str();
     app.add_option("--max-streams", o.max_streams, "streams glp4nn, ios and braid may use")
-        ->check(CLI::Range(1u, 128u))
+        ->check(CLI::Range(1u, braid::cli::max_streams))
         ->capture_default_str();
     app.add_option("--mode", o.mode, "how plans are run: graph (one captured CUDA graph) or eager (launch by launch)")
         ->check(CLI::IsMember({"graph", "eager"}))
@@ -340,6 +340,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_flag("--list-devices", o.list_devices, "print the built-in devices and exit");
     app.add_flag("--list-nets", o.list_nets, "print the bundled networks and exit");
+    braid::cli::refuse_empty_values(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

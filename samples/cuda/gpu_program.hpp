@@ -14,11 +14,13 @@
 #include <utility>
 
 #include "cuda/cuda_trainer.hpp"
+#include "vocabulary.hpp"
 
 namespace braid::samples {
 
 template <class Check, class Run>
 int gpu_program_main(CLI::App& app, int argc, char** argv, const std::string& skipping, Check&& check, Run&& run) {
+    braid::cli::refuse_empty_values(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -82,9 +82,24 @@ TEST_CASE("braid-train rejects bad arguments with a clear error") {
     check_fails("--net alexnet",
                 "--net: alexnet not in {googlenet,resnet18,resnet34,resnet50,resnet101,resnet152,inception_v3}");
     check_fails("", "which network? Give --net (googlenet, resnet18");
-    check_fails("--net resnet18 --batch 0", "--batch: must be a number of at least 1, got '0'");
-    check_fails("--net resnet18 --classes 1", "--classes: must be a number of at least 2");
-    check_fails("--net resnet18 --width-scale 0", "--width-scale: must be a positive number");
+    check_fails("--net resnet18 --batch 0", "--batch: must be a number from 1 to 1048576, got '0'");
+    check_fails("--net resnet18 --classes 1", "--classes: must be a number from 2 to 16777216");
+    check_fails("--net resnet18 --classes 4294967295", "--classes: must be a number from 2 to 16777216");
+    check_fails("--net resnet18 --width-scale 0", "--width-scale: must be a number from 1e-06 to 64");
+    check_fails("--net resnet18 --width-scale nan", "--width-scale: must be a number from 1e-06 to 64, got 'nan'");
+    check_fails("--net resnet18 --image 100000", "--image: must be a number from 1 to 8192, got '100000'");
+    check_fails("--net resnet18 --max-streams 100000 --dry-run", "--max-streams: must be a number from 1 to 128");
+    // SGD settings: finite, and where training can converge.
+    check_fails("--net resnet18 --lr nan", "--lr: must be a number of at least 0, got 'nan'");
+    check_fails("--net resnet18 --lr -1e30", "--lr: must be a number of at least 0, got '-1e30'");
+    check_fails("--net resnet18 --momentum inf", "--momentum: must be a number of at least 0 and below 1, got 'inf'");
+    check_fails("--net resnet18 --momentum 1", "--momentum: must be a number of at least 0 and below 1, got '1'");
+    check_fails("--net resnet18 --weight-decay -0.1", "--weight-decay: must be a number of at least 0, got '-0.1'");
+    // An empty value (an unset shell variable) is refused, not taken as the option left out.
+    for (const char* option : {"--plan-out", "--device", "--calibration", "--strategy", "--prototxt", "--profile-out"}) {
+        CAPTURE(option);
+        check_fails("--net resnet18 " + tiny + " " + option + " ''", std::string(option) + ": must not be empty");
+    }
     check_fails("--net resnet18 --iters 0", "--iters: must be a number of at least 1");
     check_fails("--net googlenet --image 16", "the smallest image googlenet accepts is 47x47");
     check_fails("--net googlenet --no-aux --image 16", "the smallest image googlenet accepts is 31x31");
@@ -216,8 +231,10 @@ layer { name: "prob" type: "Softmax" bottom: "fc" top: "prob" }
 TEST_CASE("braid-train --max-connections: the hardware queues an eager run's plan is made for") {
     check_fails("--net resnet18 --max-connections 4 " + tiny,
                 "--max-connections sets the hardware work queues of a CUDA context (--backend cuda)");
-    check_fails("--net resnet18 --backend cuda --max-connections 0 --dry-run", "--max-connections: Value 0 not in range 1 to 32");
-    check_fails("--net resnet18 --backend cuda --max-connections 33 --dry-run", "--max-connections: Value 33 not in range 1 to 32");
+    check_fails("--net resnet18 --backend cuda --max-connections 0 --dry-run",
+                "--max-connections: must be a number from 1 to 32, got '0'");
+    check_fails("--net resnet18 --backend cuda --max-connections 33 --dry-run",
+                "--max-connections: must be a number from 1 to 32, got '33'");
     for (const char* bad : {"abc", "0", "64"}) {
         CAPTURE(bad);
         const Run r = braid::testing::run_command(std::string("CUDA_DEVICE_MAX_CONNECTIONS=") + bad + " " + BRAID_TRAIN_PATH +

@@ -232,6 +232,20 @@ TEST_CASE("braid-plan: bad arguments give clear errors and a non-zero exit") {
     CHECK(r.output.find("smallest image") != std::string::npos);
     r = run_tool("--mode sideways");
     CHECK(r.status != 0);
+    // An empty value (an unset shell variable) is refused: no plan of another net, no files written to the root.
+    for (const char* option : {"--out", "--plan-out", "--trace-out", "--svg-out", "--profile", "--prototxt", "--device",
+                               "--calibration"}) {
+        CAPTURE(option);
+        r = run_tool(std::string("--net resnet18 --batch 8 ") + option + " ''");
+        CHECK(r.status != 0);
+        CHECK(r.output.find(std::string(option) + ": must not be empty") != std::string::npos);
+    }
+    r = run_tool("--net resnet18 --width-scale 1e30");
+    CHECK(r.status != 0);
+    CHECK(r.output.find("--width-scale: Value 1e30 not in range") != std::string::npos);
+    r = run_tool("--max-streams 129");
+    CHECK(r.status != 0);
+    CHECK(r.output.find("--max-streams: Value 129 not in range 1 to 128") != std::string::npos);
     r = run_tool("--help");
     CHECK(r.status == 0);
     CHECK(r.output.find("Examples:") != std::string::npos);

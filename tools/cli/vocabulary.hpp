@@ -4,6 +4,7 @@
 // while saying what replaced them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +20,16 @@ inline constexpr const char* device_help =
 inline constexpr const char* calibration_help =
     "a calibration file (braid-calibrate writes one; docs/calibration.md), or none; default: braid's built-in "
     "calibration for the device when it ships one";
+
+// The largest values the tools take for a bundled net's size and for the
+// streams a plan may use: beyond them a step would not fit any GPU, or a
+// plan would take minutes to make, instead of a clear refusal.
+inline constexpr std::uint32_t max_batch = 1u << 20;
+inline constexpr std::uint32_t max_image = 8192;
+inline constexpr std::uint32_t max_classes = 1u << 24;
+inline constexpr double min_width_scale = 1e-6;
+inline constexpr double max_width_scale = 64.0;
+inline constexpr std::uint32_t max_streams = 128;
 
 // The modes, and the default every tool shares.
 inline constexpr const char* default_mode = "graph";
@@ -39,6 +50,17 @@ CLI::Option* add_deprecated(CLI::App& app, const std::string& old_name, T& targe
             fmt::print(stderr, "{}: {} is deprecated and goes away in the next release; use {} (docs/cli.md)\n",
                        app.get_name(), old_name, current_name);
         });
+}
+
+// Makes every option of `app` that takes a value refuse an empty one
+// ("--profile: must not be empty"), so that an unset shell variable
+// (`--profile "$P"`) is an error, not the option left out, and no path
+// becomes the current folder or the root. Call it after adding the options.
+inline void refuse_empty_values(CLI::App& app) {
+    const CLI::Validator non_empty(
+        [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "");
+    for (CLI::Option* option : app.get_options())
+        if (option->get_type_size() > 0) option->check(non_empty);
 }
 
 }  // namespace braid::cli
