@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "braid/planner/calibration_json.hpp"
 #include "braid/planner/make_plan.hpp"
 #include "nets/zoo.hpp"
 #include "profile_tool.hpp"
@@ -147,6 +149,12 @@ int main(int argc, char** argv) {
             return 2;
         }
     try {
+        // The files it reads and writes, checked before a GPU is looked for: a bad one is an error on
+        // any machine, not a skip where there is no GPU.
+        for (const auto& [option, path] : {std::pair{"--profile-out", &opt.out_profile}, std::pair{"--plan-out", &opt.out_plan}})
+            if (const std::string why = braid::cli::output_path_problem(option, *path); !why.empty())
+                throw braid::Error(why);
+        if (!opt.calibration.empty() && opt.calibration != "none") (void)braid::load_calibration(opt.calibration);
         return braid::tool::run_profile_tool(opt);
     } catch (const std::exception& e) {
         print_error(e);

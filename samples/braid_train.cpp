@@ -25,6 +25,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "braid/error.hpp"
@@ -173,6 +174,10 @@ void validate(Options& o) {
             throw braid::Error(std::string("--max-connections: cannot set ") + braid::sim::max_connections_variable);
         o.hardware_queues = braid::sim::process_hardware_queues();
     }
+    for (const auto& [option, path] : {std::pair{"--plan-out", &o.plan_out}, std::pair{"--profile-out", &o.profile_out}})
+        if (!path->empty())
+            if (const std::string why = braid::cli::output_path_problem(option, *path); !why.empty())
+                throw UsageError{why};
     if (o.mode == "graph" && o.backend != "cuda")
         throw UsageError{"--mode graph replays a captured CUDA graph and needs --backend cuda; the host backend runs "
                          "eagerly"};
@@ -498,6 +503,11 @@ int train(Options o) {
     }
     if (o.dry_run) return dry_run(o, tg, label);
 
+    // The files the run reads, read before a GPU is looked for: a bad one is
+    // an error on any machine, not a skip where there is no GPU.
+    const braid::DeviceSpec device = braid::load_device(o.device);
+    const std::optional<braid::Calibration> calibration = training_calibration(o, device);
+    if (plan_from_file(o)) (void)braid::load_plan(o.strategy, tg.graph);
 #if BRAID_SAMPLES_WITH_CUDA
     if (o.backend == "cuda") {
         const std::string reason = cuda_unavailable_reason();
@@ -512,11 +522,9 @@ int train(Options o) {
                o.strategy, o.train.seed);
     std::fflush(stdout);
 
-    const braid::DeviceSpec device = braid::load_device(o.device);
 #if BRAID_SAMPLES_WITH_CUDA
     if (o.backend == "cuda") settle_auto_settings(o, tg, device.key);
 #endif
-    const std::optional<braid::Calibration> calibration = training_calibration(o, device);
     if (plans_on_costs(o)) fmt::print("planned with {}\n", braid::describe_calibration(calibration, o.calibration));
     // cuDNN's engine for each convolution, chosen before planning, so that
     // the calibration's engine fits price it.

@@ -95,6 +95,12 @@ nlohmann::json report_json(const std::vector<braid::samples::AccuracyRow>& rows,
 }
 
 int run(const Options& o) {
+    // Before the fit, which takes minutes on a full data set.
+    if (const std::string why = braid::cli::output_path_problem("--calibration-out", o.out, true); !why.empty())
+        throw braid::Error(why);
+    if (!o.cpp_out.empty())
+        if (const std::string why = braid::cli::output_path_problem("--cpp-out", o.cpp_out); !why.empty())
+            throw braid::Error(why);
     std::vector<std::string> notes;
     const braid::CalibrationInputs in = braid::samples::read_calibration_inputs(o.files, &notes);
     for (const std::string& n : notes) fmt::print(stderr, "note: {}\n", n);

@@ -165,6 +165,18 @@ TEST_CASE("braid-train --backend cuda: no CUDA part, no device (exit 77), or a b
     // Without --backend cuda there is nothing to replay.
     check_fails("--net resnet18 --mode graph " + tiny, "--mode graph replays a captured CUDA graph");
 #if BRAID_SAMPLES_WITH_CUDA
+    // The files a GPU run reads and writes are checked before a GPU is looked for: errors, not skips.
+    const std::string other_plan = write_plan("resnet34");
+    check_refusals(BRAID_TRAIN_PATH,
+                   {{"--net resnet18 " + tiny + " --backend cuda --calibration /nonexistent/c.json",
+                     "cannot open '/nonexistent/c.json' for reading"},
+                    {"--net resnet18 " + tiny + " --backend cuda --device /nonexistent/d.json",
+                     "cannot open '/nonexistent/d.json' for reading"},
+                    {"--net resnet18 " + tiny + " --backend cuda --strategy " + other_plan, "this plan was made for graph"},
+                    {"--net resnet18 " + tiny + " --backend cuda --profile-out /nonexistent/p.json",
+                     "--profile-out: cannot write '/nonexistent/p.json': folder '/nonexistent' does not exist"},
+                    {"--net resnet18 " + tiny + " --backend cuda --plan-out /tmp", "--plan-out: '/tmp' is a folder"}});
+    std::filesystem::remove(other_plan);
     // Programmatic launches change when kernels start, never what they
     // compute: the braid plan's weights equal the serial run's, in graph
     // and eager mode (a GPU before compute capability 9.0 refuses, naming it).
@@ -441,10 +453,14 @@ TEST_CASE("braid-profile --net: braid-train's network options, errors before the
     const auto profile = [](const std::string& args) {
         return braid::testing::run_command(std::string(BRAID_PROFILE_PATH) + " " + args);
     };
-    const Run none = profile("--net googlenet --batch 32 --no-aux --profile-out /nonexistent/p.json");
-    CAPTURE(none.output);
-    if (none.status == 77) CHECK(none.output.find("no CUDA device") != std::string::npos);
-    else CHECK(none.status != 0);  // with a GPU: the profile cannot be written there
+    // The files it reads and writes are checked before a GPU is looked for, with or without one.
+    check_refusals(BRAID_PROFILE_PATH,
+                   {{"--net googlenet --batch 32 --no-aux --profile-out /nonexistent/p.json",
+                     "--profile-out: cannot write '/nonexistent/p.json': folder '/nonexistent' does not exist"},
+                    {"--plan-out /etc/passwd/plan.json", "--plan-out: cannot write '/etc/passwd/plan.json': '/etc/passwd' is not a folder"},
+                    {"--profile-out /tmp", "--profile-out: '/tmp' is a folder; give a file name"},
+                    {"--calibration /nonexistent/c.json", "cannot open '/nonexistent/c.json' for reading"},
+                    {"--calibration ''", "--calibration: must not be empty"}});
     const Run small = profile("--net googlenet --image 16");
     CAPTURE(small.output);
     CHECK(small.status == 1);
@@ -467,11 +483,16 @@ TEST_CASE("braid-profile --net: braid-train's network options, errors before the
                     {"--net resnet50 --layout auto", "--layout: auto not in {nchw,nhwc}"},
                     {"--layout nhwc", "--layout chooses how a bundled net's activations lie"}});
     // Inception-v3's default is 299x299 here too: 224 would fail to build before any GPU is looked for.
-    const Run v3 = profile("--net inception_v3 --batch 1 --width-scale 0.125 --profile-out /nonexistent/p.json");
+    const std::filesystem::path v3_out =
+        std::filesystem::temp_directory_path() / ("braid-cli-v3-" + std::to_string(getpid()) + ".profile.json");
+    const Run v3 = profile("--net inception_v3 --batch 1 --width-scale 0.125 --iters 1 --warmup 1 --profile-out " +
+                           v3_out.string() + " --plan-out " + v3_out.string() + ".plan.json");
     CAPTURE(v3.output);
     CHECK(v3.output.find("smallest image") == std::string::npos);
     if (v3.status == 77) CHECK(v3.output.find("no CUDA device") != std::string::npos);
-    else CHECK(v3.status != 0);  // with a GPU: the profile cannot be written there
+    else CHECK(v3.status == 0);  // with a GPU: a small profile, written
+    std::filesystem::remove(v3_out);
+    std::filesystem::remove(v3_out.string() + ".plan.json");
     const Run v3_small = profile("--net inception_v3 --image 224");
     CAPTURE(v3_small.output);
     CHECK(v3_small.status == 1);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "braid/braid.hpp"
@@ -336,3 +337,31 @@ TEST_CASE("braid-plan plans a graph embedded in a profile, on the profile's devi
     CHECK(r.output.find("has no embedded graph") != std::string::npos);
     std::filesystem::remove_all(dir);
 }
+
+#ifdef BRAID_CALIBRATE_EXE
+TEST_CASE("braid-calibrate checks where it writes before it fits, and refuses empty values") {
+    const auto calibrate = [](const std::string& args) {
+        return braid::testing::run_command(std::string(BRAID_CALIBRATE_EXE) + " " + args);
+    };
+    const std::string data = std::string(BRAID_SOURCE_DIR) + "/tests/data/h200/measurements.json";
+    // A fit of the whole data set takes minutes: these fail at once, before it.
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"-o /proc/x/c.json", "--calibration-out: cannot write '/proc/x/c.json': cannot make folder '/proc/x'"},
+        {"-o /etc/passwd/c.json", "--calibration-out: cannot write '/etc/passwd/c.json'"},
+        {"-o " + std::filesystem::temp_directory_path().string(), "' is a folder; give a file name"},
+        {"--cpp-out /nonexistent/c.inc", "--cpp-out: cannot write '/nonexistent/c.inc': folder '/nonexistent' does not exist"},
+        {"-o ''", "--calibration-out: must not be empty"},
+        {"--hold-out ''", "--hold-out: must not be empty"},
+    };
+    for (const auto& c : cases) {
+        const std::string& args = c.first;  // not bindings: CAPTURE's lambda takes them before clang 16 too
+        const std::string& expected = c.second;
+        CAPTURE(args);
+        const Run r = calibrate(data + " " + args);
+        CAPTURE(r.output);
+        CHECK(r.status != 0);
+        CHECK(r.output.find(expected) != std::string::npos);
+        CHECK(r.output.find("fitting on") == std::string::npos);
+    }
+}
+#endif

@@ -4,8 +4,12 @@
 // while saying what replaced them.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <string>
+#include <system_error>
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
@@ -61,6 +65,27 @@ inline void refuse_empty_values(CLI::App& app) {
         [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "");
     for (CLI::Option* option : app.get_options())
         if (option->get_type_size() > 0) option->check(non_empty);
+}
+
+// Why `path`, given to `option`, cannot be written, or "" when it can be as
+// far as can be told before writing: the path is not a folder, and its
+// folder exists and is a writable folder. With `makes_folders` (the writer
+// creates missing folders) they are created here, now. Tools ask before
+// work that takes long, so that a mistyped output path does not cost a fit
+// or a GPU run.
+inline std::string output_path_problem(const std::string& option, const std::string& path, bool makes_folders = false) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path p(path);
+    if (fs::is_directory(p, ec)) return option + ": '" + path + "' is a folder; give a file name";
+    const fs::path folder = p.has_parent_path() ? p.parent_path() : fs::path(".");
+    const std::string cannot = option + ": cannot write '" + path + "': ";
+    if (makes_folders && !fs::exists(folder, ec) && !fs::create_directories(folder, ec) && ec)
+        return cannot + "cannot make folder '" + folder.string() + "': " + ec.message();
+    if (!fs::exists(folder, ec)) return cannot + "folder '" + folder.string() + "' does not exist";
+    if (!fs::is_directory(folder, ec)) return cannot + "'" + folder.string() + "' is not a folder";
+    if (::access(folder.c_str(), W_OK) != 0) return cannot + "folder '" + folder.string() + "' is not writable";
+    return "";
 }
 
 }  // namespace braid::cli
