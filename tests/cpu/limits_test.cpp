@@ -42,6 +42,18 @@ TEST_CASE("what is not a JSON document is named as such, with line and column") 
     CHECK(parse_error("[1e99999]") == "in.json: not valid JSON: a number too large for a 64-bit floating-point value");
 }
 
+TEST_CASE("a key given twice in one object is refused, naming the object; the same key in two objects is not") {
+    CHECK(parse_error("{\"version\": 7, \"version\": 1}") ==
+          "in.json: $: the key 'version' appears twice in one object; give it once");
+    CHECK(parse_error("{\"ops\": [{\"name\": \"a\"}, [1, {}], {\"name\": \"b\", \"kernels\": {\"x\": 1, \"x\": 2}}]}") ==
+          "in.json: $.ops[2].kernels: the key 'x' appears twice in one object; give it once");
+    CHECK(parse_error("{\"a\": {\"b\": [0, 1, {\"c\": 1, \"c\": 1}]}}") ==
+          "in.json: $.a.b[2]: the key 'c' appears twice in one object; give it once");
+    CHECK_NOTHROW((void)detail::parse_json("{\"a\": {\"x\": 1}, \"b\": {\"x\": 1}, \"c\": [{\"x\": 1}, {\"x\": 2}]}", "in.json"));
+    const nlohmann::json kept = detail::parse_json("{\"a\": [1, {\"b\": 2}], \"c\": \"d\"}", "in.json");
+    CHECK(kept == nlohmann::json{{"a", {1, {{"b", 2}}}}, {"c", "d"}});
+}
+
 TEST_CASE("nesting, string length, array size and file size have limits") {
     const std::size_t depth = detail::DocumentLimits::max_depth;
     CHECK_NOTHROW((void)detail::parse_json(std::string(depth, '[') + std::string(depth, ']'), "in.json"));

@@ -10,10 +10,13 @@
 #include <initializer_list>
 #include <limits>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -218,6 +221,57 @@ inline void check_shape(std::string_view text, const std::string& source) {
     }
 }
 
+// Refuses a key that appears twice in one object while the parser reads
+// (JSON leaves open which of the two counts; nlohmann keeps the last, so
+// the first would be lost without a word): the error names the object by
+// its JSON path ("$.ops[3]").
+class DuplicateKeys {
+public:
+    explicit DuplicateKeys(std::string source) : source_(std::move(source)) {}
+
+    bool operator()(int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        using Event = nlohmann::json::parse_event_t;
+        switch (event) {
+            case Event::object_start: frames_.push_back({true}); break;
+            case Event::array_start: frames_.push_back({false}); break;
+            case Event::key: {
+                Frame& f = frames_.back();
+                f.key = parsed.get<std::string>();
+                if (!f.keys.insert(f.key).second)
+                    throw FormatError(source_, path_of_object() + ": the key '" + f.key +
+                                                   "' appears twice in one object; give it once");
+                break;
+            }
+            case Event::object_end:
+            case Event::array_end:
+                frames_.pop_back();
+                [[fallthrough]];
+            case Event::value:
+                if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+                break;
+        }
+        return true;
+    }
+
+private:
+    struct Frame {
+        bool object = false;
+        std::set<std::string> keys;  // an object's keys so far
+        std::string key;             // an object's current key
+        std::size_t index = 0;       // an array's current element
+    };
+    // "$.ops[3]": the object whose key is being read (the innermost frame).
+    std::string path_of_object() const {
+        std::string path = "$";
+        for (std::size_t i = 0; i + 1 < frames_.size(); ++i)
+            path += frames_[i].object ? "." + frames_[i].key : "[" + std::to_string(frames_[i].index) + "]";
+        return path;
+    }
+
+    std::string source_;
+    std::vector<Frame> frames_;
+};
+
 }  // namespace json_text
 
 // Parses `text`; errors name `source` (a file name) with line and column.
@@ -227,7 +281,7 @@ inline nlohmann::json parse_json(const std::string& text, const std::string& sou
                                       std::to_string(DocumentLimits::max_bytes) + " braid reads");
     json_text::check_shape(text, source);
     try {
-        return nlohmann::json::parse(text);
+        return nlohmann::json::parse(text, json_text::DuplicateKeys(source));
     } catch (const nlohmann::json::parse_error& e) {
         // e.byte (1-based) is the last byte the parser read; the token it
         // could not use ends there. Point at the token's start and show it
