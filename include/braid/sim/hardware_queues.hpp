@@ -18,7 +18,6 @@
 namespace braid::sim {
 
 inline constexpr const char* max_connections_variable = "CUDA_DEVICE_MAX_CONNECTIONS";
-inline constexpr int max_hardware_queues = 32;  // the variable's documented range is 1 to 32
 
 // `value` of CUDA_DEVICE_MAX_CONNECTIONS (nullptr: not set) as a queue
 // count: none when not set, else a whole number from 1 to 32. Anything else

@@ -51,6 +51,10 @@ struct Program {
     std::uint32_t stream_count() const noexcept { return static_cast<std::uint32_t>(stream_priorities.size()); }
 };
 
+// The most hardware work queues a GPU gives a CUDA context: Hyper-Q's 32, the
+// upper end of CUDA_DEVICE_MAX_CONNECTIONS' range (docs/simulator.md).
+inline constexpr int max_hardware_queues = 32;
+
 // Every constant of the model, with the source of its default in
 // docs/simulator.md. Calibration against a real GPU changes these, not code.
 struct Params {
@@ -71,7 +75,7 @@ struct Params {
     // s mod n); work of different streams sharing a queue runs in issue
     // order. Eager: CUDA_DEVICE_MAX_CONNECTIONS, default 8. Graph: the 32
     // hardware queues of Hyper-Q. 0: one queue per stream.
-    int eager_hardware_queues = 8;
+    int eager_hardware_queues = 8;      // at most max_hardware_queues (below)
     int graph_hardware_queues = 32;
     bool share_bandwidth = true;              // slow memory-bound kernels when DRAM is oversubscribed
     // Co-running kernels slow each other (shared issue slots, L1/L2, DRAM).

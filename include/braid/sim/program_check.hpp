@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "braid/error.hpp"
@@ -46,24 +48,35 @@ struct CheckedProgram {
     std::uint32_t resident_limit = 0;           // kernels resident at once
 };
 
+// Bounds far beyond any GPU, so that a broken calibration is refused
+// instead of predicting times hundreds of digits long.
+inline constexpr double most_latency_ns = 1e9;  // no launch, record, wait or dispatch takes a second
+inline constexpr double most_factor = 1e3;      // for host_time_scale and corun_slowdown
+
 inline void check_params(const Params& params) {
-    auto need = [](double v, const char* name) {
-        if (!(v >= 0.0) || !std::isfinite(v))
-            throw SimError(std::string("sim::Params::") + name + " must be finite and >= 0, got " + std::to_string(v));
+    auto need = [](double v, const char* name, double most) {
+        if (!(v >= 0.0) || !std::isfinite(v) || v > most) {
+            char text[64];
+            std::snprintf(text, sizeof text, "%g, got %g", most, v);
+            throw SimError(std::string("sim::Params::") + name + " must be finite and >= 0, at most " + text);
+        }
     };
-    need(params.launch_latency_ns, "launch_latency_ns");
-    need(params.record_latency_ns, "record_latency_ns");
-    need(params.wait_latency_ns, "wait_latency_ns");
-    need(params.graph_launch_ns, "graph_launch_ns");
-    need(params.graph_node_ns, "graph_node_ns");
-    need(params.dispatch_latency_ns, "dispatch_latency_ns");
-    need(params.eager_dispatch_extra_ns, "eager_dispatch_extra_ns");
-    need(params.op_host_ns, "op_host_ns");
-    need(params.host_time_scale, "host_time_scale");
-    need(params.event_latency_ns, "event_latency_ns");
-    need(params.corun_slowdown, "corun_slowdown");
-    if (params.eager_hardware_queues < 0 || params.graph_hardware_queues < 0)
-        throw SimError("sim::Params hardware queue counts must be >= 0 (0: one per stream)");
+    need(params.launch_latency_ns, "launch_latency_ns", most_latency_ns);
+    need(params.record_latency_ns, "record_latency_ns", most_latency_ns);
+    need(params.wait_latency_ns, "wait_latency_ns", most_latency_ns);
+    need(params.graph_launch_ns, "graph_launch_ns", most_latency_ns);
+    need(params.graph_node_ns, "graph_node_ns", most_latency_ns);
+    need(params.dispatch_latency_ns, "dispatch_latency_ns", most_latency_ns);
+    need(params.eager_dispatch_extra_ns, "eager_dispatch_extra_ns", most_latency_ns);
+    need(params.op_host_ns, "op_host_ns", most_latency_ns);
+    need(params.host_time_scale, "host_time_scale", most_factor);
+    need(params.event_latency_ns, "event_latency_ns", most_latency_ns);
+    need(params.corun_slowdown, "corun_slowdown", most_factor);
+    for (const auto& [queues, name] : {std::pair{params.eager_hardware_queues, "eager_hardware_queues"},
+                                       std::pair{params.graph_hardware_queues, "graph_hardware_queues"}})
+        if (queues < 0 || queues > max_hardware_queues)
+            throw SimError(std::string("sim::Params::") + name + " must be from 0 (one hardware queue per stream) to " +
+                           std::to_string(max_hardware_queues) + ", got " + std::to_string(queues));
     if (params.max_resident_kernels < 0)
         throw SimError("sim::Params::max_resident_kernels must be >= 0 (0: the device's limit), got " +
                        std::to_string(params.max_resident_kernels));
