@@ -310,9 +310,8 @@ int main(int argc, char** argv) {
                    "plan a Caffe net definition instead (docs/caffe.md); --batch, --image and --classes, when given, "
                    "override the file's")
         ->excludes(net, width, no_aux, profile, fuse, share);
-    fuse->excludes(profile);  // a profile carries its own graph
-    share->excludes(profile);
-    bucket->excludes(profile);
+    // A profile carries its own graph: nothing that builds or sizes one applies.
+    for (CLI::Option* o : {net, batch, image, classes, width, no_aux, fuse, share, bucket}) o->excludes(profile);
     CLI::Option* device = app.add_option("--device", o.device, std::string(braid::cli::device_help) +
                                                                   "; default: the profile's, else h200");
     braid::cli::add_deprecated(app, "--device-json", o.device_json, "--device FILE", device);

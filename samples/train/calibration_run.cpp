@@ -38,8 +38,15 @@ braid::CalibrationInputs read_calibration_inputs(const std::vector<std::string>&
             throw braid::Error(where + " ran " + to_string(k) + ", " + kernels->second + " " +
                                to_string(kernels->first) + ": a calibration is of one set of kernels");
     };
+    std::vector<std::filesystem::path> seen;  // each file's canonical path: one given twice would weigh twice
     for (const std::string& file : files) {
+        if (std::filesystem::is_directory(file)) throw braid::Error("cannot read '" + file + "': it is a folder, not a file");
         if (!std::filesystem::is_regular_file(file)) throw braid::Error("cannot read '" + file + "': no such file");
+        const std::filesystem::path canonical = std::filesystem::canonical(file);
+        if (const auto it = std::find(seen.begin(), seen.end(), canonical); it != seen.end())
+            throw braid::Error("'" + file + "' is given twice (" + files[static_cast<std::size_t>(it - seen.begin())] +
+                               " is the same file): its rows and profiles would count twice in the fit");
+        seen.push_back(canonical);
         const nlohmann::json doc = braid::detail::load_json_file(file);
         const std::string format = doc.is_object() && doc.contains("format") && doc["format"].is_string()
                                        ? doc["format"].get<std::string>()

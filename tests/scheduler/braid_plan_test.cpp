@@ -244,6 +244,15 @@ TEST_CASE("braid-plan: bad arguments give clear errors and a non-zero exit") {
     r = run_tool("--net resnet18 --width-scale 1e30");
     CHECK(r.status != 0);
     CHECK(r.output.find("--width-scale: Value 1e30 not in range") != std::string::npos);
+    // A profile carries its own graph: options that build or size one are refused beside it, not ignored.
+    const std::string profile = std::string(BRAID_SOURCE_DIR) + "/tests/data/h200/resnet50-b8.profile.json";
+    for (const char* option : {"--net googlenet", "--batch 64", "--image 32", "--classes 5", "--width-scale 0.5", "--no-aux"}) {
+        CAPTURE(option);
+        r = run_tool("--profile " + profile + " " + option);
+        CHECK(r.status != 0);
+        CHECK(r.output.find(std::string(option).substr(0, std::string(option).find(' ')) + " excludes --profile") !=
+              std::string::npos);
+    }
     r = run_tool("--max-streams 129");
     CHECK(r.status != 0);
     CHECK(r.output.find("--max-streams: Value 129 not in range 1 to 128") != std::string::npos);
@@ -352,6 +361,9 @@ TEST_CASE("braid-calibrate checks where it writes before it fits, and refuses em
         {"--cpp-out /nonexistent/c.inc", "--cpp-out: cannot write '/nonexistent/c.inc': folder '/nonexistent' does not exist"},
         {"-o ''", "--calibration-out: must not be empty"},
         {"--hold-out ''", "--hold-out: must not be empty"},
+        // The same file twice would weigh twice in the fit.
+        {std::string(BRAID_SOURCE_DIR) + "/tests/data/h200/../h200/measurements.json", "' is given twice ("},
+        {std::string(BRAID_SOURCE_DIR) + "/tests/data/h200", "cannot read '" + std::string(BRAID_SOURCE_DIR) + "/tests/data/h200': it is a folder, not a file"},
     };
     for (const auto& c : cases) {
         const std::string& args = c.first;  // not bindings: CAPTURE's lambda takes them before clang 16 too
