@@ -624,6 +624,12 @@ TEST_CASE("braid-measure: a fresh data set from profiles, its rows checked befor
     const auto measure = [](const std::string& args) {
         return braid::testing::run_command(std::string(BRAID_MEASURE_PATH) + " " + args);
     };
+    // An empty output (an unset shell variable) is an error before any GPU is looked for, not a skip.
+    const Run empty = measure(data + "measurements.json -o ''");
+    CAPTURE(empty.output);
+    CHECK(empty.status != 0);
+    CHECK(empty.status != 77);
+    CHECK(empty.output.find("--measurements-out: must not be empty") != std::string::npos);
     // The H200 data set's profiles predate run settings: no network to rebuild.
     const Run old = measure("--profiles " + data + "resnet50-b8.profile.json -o " + (dir / "out/m.json").string());
     CHECK(old.status == 1);
