@@ -64,6 +64,9 @@ braid::MeasurementSet fresh_rows(const Options& o) {
         const braid::Profile profile = braid::load_profile(p);
         if (m.device_key.empty()) m.device_key = profile.device.key;  // what the serial and nimble plans are for
         if (m.device_name.empty()) m.device_name = profile.device.name;
+        if (profile.device.key != m.device_key)
+            throw braid::Error("--profiles: '" + p + "' ran on " + profile.device.name + ", '" + o.profiles.front() +
+                               "' on " + m.device_name + ": one data set is of one GPU");
         const std::string suffix = ".profile.json";
         std::optional<std::string> plan;
         if (p.size() > suffix.size() && p.ends_with(suffix)) {
@@ -226,8 +229,9 @@ int run(const Options& o, Work w) {
     const braid::DeviceSpec live = braid::cuda::device_spec_from_cuda();
     const braid::MeasuredOn on = braid::samples::cuda_measured_on(0, true);
     if (!m.device_name.empty() && m.device_name != live.name)
-        fmt::print("braid-measure: note: {} was measured on {}; its rows are now times on {}\n", o.in, m.device_name,
-                   live.name);
+        fmt::print("braid-measure: note: {} was measured on {}; its rows are now times on {}, which braid-calibrate "
+                   "takes only beside profiles made on it\n",
+                   o.in, m.device_name, live.name);
     m.device_name = live.name;
     m.device_key = live.key;
     m.driver = on.driver;

@@ -250,5 +250,31 @@ TEST_CASE("measurements files: errors name the file, the row and the field") {
     CHECK(mixed.find("graph-api.json' row 0 ('g') ran conv_api graph, batch_norm own, layout nchw") != std::string::npos);
     CHECK(mixed.find("conv_api legacy, batch_norm own, layout nchw: a calibration is of one set of kernels") !=
           std::string::npos);
+    // A profile that says what it ran (as braid-profile's do): a row giving
+    // the same network at another size, or measured on another GPU, is refused.
+    nlohmann::json said = braid::detail::load_json_file(profile);
+    said["run"]["settings"] = {{"net", "resnet50"}, {"batch", 8}, {"image", 224}, {"classes", 1000}, {"width_scale", 1.0}};
+    const std::string said_profile = write_temp("said.profile.json", said.dump());
+    const auto row_of = [&](const std::string& network) {
+        return "{\"label\": \"r\", \"profile\": \"" + said_profile +
+               "\", \"plan\": \"serial\", \"mode\": \"graph\", \"ms\": [1], \"network\": " + network + "}";
+    };
+    const std::string same = write_temp(
+        "same.json", doc(row_of("{\"net\": \"resnet50\", \"batch\": 8, \"image\": 224, \"width_scale\": 1}")));
+    CHECK(calibration_inputs(load_measurements(same)).rows.size() == 1);  // 1 and 1.0 are one width scale
+    const std::string other_size =
+        write_temp("other-size.json", doc(row_of("{\"net\": \"resnet50\", \"batch\": 8, \"image\": 112}")));
+    const std::string other_size_error = error_of([&] { (void)calibration_inputs(load_measurements(other_size)); });
+    CAPTURE(other_size_error);
+    CHECK(other_size_error.rfind("measurements row 0 ('r') (profile '", 0) == 0);
+    CHECK(other_size_error.find("its network's 'image' is 112, but the profile's run settings say 224") !=
+          std::string::npos);
+    nlohmann::json other_gpu = nlohmann::json::parse(doc(row_of("{\"net\": \"resnet50\", \"batch\": 8}")));
+    other_gpu["device"] = {{"name", "NVIDIA H100 80GB HBM3"}, {"key", "h100"}};
+    const std::string other_gpu_error = error_of(
+        [&] { (void)calibration_inputs(load_measurements(write_temp("other-gpu.json", other_gpu.dump()))); });
+    CAPTURE(other_gpu_error);
+    CHECK(other_gpu_error.find("the measurements are of NVIDIA H100 80GB HBM3, but the profile ran on NVIDIA H200: "
+                               "measurements and profiles must come from one GPU") != std::string::npos);
     std::filesystem::remove_all(std::filesystem::temp_directory_path() / "braid-accuracy-test");
 }

@@ -711,6 +711,17 @@ TEST_CASE("braid-measure: a fresh data set from profiles, its rows checked befor
                               " -o " + (dir / "out/m.json").string());
     CHECK(twice.status == 1);
     CHECK(twice.output.find("lists '" + (dir / "r8.profile.json").string() + "' twice") != std::string::npos);
+    // Profiles of two GPUs are not one data set.
+    profile["run"]["settings"].erase("conv_api");
+    profile["device"]["key"] = "h100";
+    profile["device"]["name"] = "NVIDIA H100 80GB HBM3";
+    std::ofstream(dir / "h100.profile.json") << profile.dump();
+    const Run two_gpus = measure("--profiles " + (dir / "r8.profile.json").string() + "," +
+                                 (dir / "h100.profile.json").string() + " -o " + (dir / "out/m.json").string());
+    CAPTURE(two_gpus.output);
+    CHECK(two_gpus.status == 1);
+    CHECK(two_gpus.output.find("h100.profile.json' ran on NVIDIA H100 80GB HBM3, '" + (dir / "r8.profile.json").string() +
+                               "' on NVIDIA H200: one data set is of one GPU") != std::string::npos);
     std::filesystem::remove_all(dir);
 }
 #endif

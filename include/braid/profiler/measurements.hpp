@@ -179,6 +179,38 @@ inline std::string network_group(const MeasuredRow& row, const Profile& profile)
     return n.substr(0, n.find_first_of(" ,"));
 }
 
+// Two settings agree: equal values, numbers compared as numbers (a width
+// scale of 1 and of 1.0 are one setting).
+inline bool same_setting(const ProfileSetting& a, const ProfileSetting& b) {
+    const auto number = [](const ProfileSetting& s) -> std::optional<double> {
+        if (const auto* i = std::get_if<std::int64_t>(&s)) return static_cast<double>(*i);
+        if (const auto* d = std::get_if<double>(&s)) return *d;
+        return std::nullopt;
+    };
+    if (const auto x = number(a), y = number(b); x && y) return *x == *y;
+    return a == b;
+}
+
+// Where a row and the profile it names disagree on what ran: a setting both
+// give with two values ("its 'image' is 112, the profile's run settings say
+// 224"), or a GPU the measurements name that is not the profile's. Empty when
+// they agree. Settings only one of them gives are not compared: a missing
+// one means its default, which only the network's builder knows.
+inline std::string row_profile_mismatch(const MeasurementSet& m, const MeasuredRow& row, const Profile& p) {
+    for (const auto& [name, value] : row.network)
+        if (const auto it = p.run.settings.find(name); it != p.run.settings.end() && !same_setting(value, it->second))
+            return "its network's '" + name + "' is " + detail::settings_json({{name, value}})[name].dump() +
+                   ", but the profile's run settings say " + detail::settings_json({{name, it->second}})[name].dump() +
+                   ": a row's network must be the one its profile ran";
+    // Keys when both have one (a table's name and the driver's may spell one GPU two ways), else names.
+    const bool keys = !m.device_key.empty() && !p.device.key.empty();
+    if (keys ? m.device_key != p.device.key : !m.device_name.empty() && !p.device.name.empty() && m.device_name != p.device.name)
+        return "the measurements are of " + (m.device_name.empty() ? m.device_key : m.device_name) +
+               ", but the profile ran on " + (p.device.name.empty() ? p.device.key : p.device.name) +
+               ": measurements and profiles must come from one GPU";
+    return {};
+}
+
 inline CalibrationInputs calibration_inputs(const MeasurementSet& m, const EstimatesOf& estimates = {}) {
     CalibrationInputs in;
     std::map<std::string, std::size_t> net_of;
@@ -202,6 +234,8 @@ inline CalibrationInputs calibration_inputs(const MeasurementSet& m, const Estim
             };
             const Profile p = named([&] { return load_profile(profile_path); });
             if (!p.graph) throw ProfileError(who + ": profile '" + profile_path + "' has no embedded graph");
+            if (std::string problem = row_profile_mismatch(m, row, p); !problem.empty())
+                throw Error(who + " (profile '" + profile_path + "'): " + problem);
             in.graphs.push_back(std::make_unique<OpGraph>(*p.graph));
             ProfiledNet net;
             net.name = std::filesystem::path(row.profile).stem().stem().string();
