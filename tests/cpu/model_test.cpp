@@ -294,6 +294,39 @@ TEST_CASE("device JSON: round trip and errors that name the field") {
     inf.dram_bandwidth_gbps = std::numeric_limits<double>::infinity();
     CHECK(error_of([&] { validate(inf); }) == "device 'h100': dram_bandwidth_gbps must be a finite number");
 
+    // Finite but absurd: a typo by a factor of a million is refused, naming the field.
+    j = to_json(find_device("h100"));
+    j["boost_clock_mhz"] = 1e308;
+    CHECK(error_of([&] { (void)device_from_json(j); }) ==
+          "$.boost_clock_mhz: device 'h100': boost_clock_mhz must be <= 100000 (far above any GPU)");
+    j = to_json(find_device("h100"));
+    j["peak_fp32_tflops"] = 6.7e7;
+    CHECK(error_of([&] { (void)device_from_json(j); }) ==
+          "$.peak_fp32_tflops: device 'h100': peak_fp32_tflops must be <= 1000000 (far above any GPU)");
+
+    // Sizes the occupancy calculator cannot use are refused at load, naming
+    // the field, not later at a network's first kernel.
+    j = to_json(find_device("h100"));
+    j["shared_mem_per_sm_bytes"] = 240000;  // no carveout of compute capability 9.0
+    CHECK(error_of([&] { (void)device_from_json(j); })
+              .starts_with("$.shared_mem_per_sm_bytes: device 'h100': cuda_occupancy.h cannot model an SM of compute "
+                           "capability 9.0 with 240000 bytes of shared memory"));
+    j = to_json(find_device("h100"));
+    j["reserved_shared_mem_per_block_bytes"] = 1 << 29;
+    CHECK(error_of([&] { (void)device_from_json(j); })
+              .starts_with("$.reserved_shared_mem_per_block_bytes: device 'h100': reserved_shared_mem_per_block_bytes "
+                           "536870912 leaves no room for a block on an SM"));
+    j = to_json(find_device("h100"));
+    j["reserved_shared_mem_per_block_bytes"] = 8192;  // beside 227 KiB of opt-in, more than the SM's 228 KiB
+    CHECK(error_of([&] { (void)device_from_json(j); })
+              .starts_with("$.shared_mem_per_block_optin_bytes: device 'h100': a block using all 232448 bytes of "
+                           "shared_mem_per_block_optin_bytes does not fit on an SM beside the reservation"));
+    j = to_json(find_device("h100"));
+    j["compute_capability"] = "10.5";  // cuda_occupancy.h knows 10.0, 10.1 and 10.3
+    CHECK(error_of([&] { (void)device_from_json(j); }) ==
+          "$.compute_capability: device 'h100': compute capability 10.5 is unknown to this toolkit's cuda_occupancy.h");
+    for (const DeviceSpec& d : builtin_devices()) CHECK_FALSE(occupancy_problem(d));  // every built-in device is usable
+
     j = to_json(find_device("h100"));
     j["shared_mem_per_sm_bytes"] = -5;
     CHECK(error_of([&] { (void)device_from_json(j); }) ==

@@ -3,14 +3,19 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "braid/config.hpp"
 #include "braid/detail/json_reader.hpp"
 #include "braid/model/device_spec.hpp"
 #include "braid/model/device_table.hpp"
+#if BRAID_HAS_OCCUPANCY_HEADER
+#include "braid/model/occupancy.hpp"
+#endif
 
 namespace braid {
 
@@ -92,11 +97,18 @@ inline DeviceSpec device_from_json(const detail::JsonReader& r) {
     d.peak_tf32_tflops = r.get_or<double>("peak_tf32_tflops", 0.0);
     d.peak_fp16_tflops = r.get_or<double>("peak_fp16_tflops", 0.0);
     d.peak_bf16_tflops = r.get_or<double>("peak_bf16_tflops", 0.0);
+    const auto field_error = [&](const DeviceFieldError& e) {
+        return FormatError(r.has(e.field()) ? r.at(e.field()).path() : r.path(), e.what());
+    };
     try {
         validate(d);
     } catch (const DeviceFieldError& e) {
-        throw FormatError(r.has(e.field()) ? r.at(e.field()).path() : r.path(), e.what());
+        throw field_error(e);
     }
+#if BRAID_HAS_OCCUPANCY_HEADER
+    // Sizes the occupancy model cannot use fail here, naming the field, not at a network's first kernel.
+    if (const std::optional<DeviceFieldError> problem = occupancy_problem(d)) throw field_error(*problem);
+#endif
     return d;
 }
 

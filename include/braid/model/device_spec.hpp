@@ -93,6 +93,14 @@ inline void validate(const DeviceSpec& d) {
                                        std::pair{d.peak_fp16_tflops, "peak_fp16_tflops"},
                                        std::pair{d.peak_bf16_tflops, "peak_bf16_tflops"}})
         need(std::isfinite(value), field, "must be a finite number");
+    // H200: 1980 MHz, 4.8 TB/s, 989.5 dense FP16 TFLOP/s; a thousand times more is a typo.
+    need(d.boost_clock_mhz <= 1e5, "boost_clock_mhz", "must be <= 100000 (far above any GPU)");
+    need(d.dram_bandwidth_gbps <= 1e6, "dram_bandwidth_gbps", "must be <= 1000000 (far above any GPU)");
+    for (const auto& [value, field] : {std::pair{d.peak_fp32_tflops, "peak_fp32_tflops"},
+                                       std::pair{d.peak_tf32_tflops, "peak_tf32_tflops"},
+                                       std::pair{d.peak_fp16_tflops, "peak_fp16_tflops"},
+                                       std::pair{d.peak_bf16_tflops, "peak_bf16_tflops"}})
+        need(value <= 1e6, field, "must be <= 1000000 (far above any GPU)");
     need(d.warp_size == 32, "warp_size", "must be 32");
     need(d.max_threads_per_sm >= d.warp_size, "max_threads_per_sm", "must hold at least one warp");
     need(d.max_threads_per_block >= d.warp_size && d.max_threads_per_block <= d.max_threads_per_sm,

@@ -13,6 +13,7 @@ add -I<cuda>/include (meson option toolkit_root) or install the CUDA toolkit"
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -169,6 +170,57 @@ inline Occupancy occupancy(const DeviceSpec& dev, const KernelShape& k) {
     o.warps_per_sm = o.blocks_per_sm * o.warps_per_block;
     o.fraction = static_cast<double>(o.warps_per_sm) / dev.max_warps_per_sm();
     return o;
+}
+
+// Why cuda_occupancy.h cannot model `dev`'s SMs at all, as a device field
+// and a message (DeviceFieldError); nothing when it can. The calculator
+// knows each compute capability's shared-memory carveouts (228 KiB at most
+// on 9.0), so an SM size it does not know fails every kernel; probing a
+// one-warp kernel with and without the reservation, then one that uses all
+// the opt-in shared memory, tells which field is at fault before any
+// kernel of a network meets it.
+inline std::optional<DeviceFieldError> occupancy_problem(const DeviceSpec& dev) {
+    const std::string who = "device '" + (dev.key.empty() ? dev.name : dev.key) + "': ";
+    // The calculator's complaint about a one-warp probe kernel, empty when it fits.
+    const auto complaint = [](const DeviceSpec& d, std::uint32_t dynamic_smem) -> std::string {
+        KernelShape k;
+        k.name = "probe";
+        k.grid = {1, 1, 1};
+        k.block = {static_cast<std::uint32_t>(d.warp_size), 1, 1};
+        k.regs_per_thread = 32;
+        k.dynamic_smem_bytes = dynamic_smem;
+        try {
+            (void)occupancy(d, k);
+            return {};
+        } catch (const ModelError& e) {
+            return e.what();
+        }
+    };
+    const std::string cc = std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor);
+    DeviceSpec bare = dev;
+    bare.reserved_shared_mem_per_block_bytes = 0;
+    if (const std::string c = complaint(bare, 0); !c.empty()) {
+        if (c.find("unknown to cuda_occupancy.h") != std::string::npos)
+            return DeviceFieldError("compute_capability", who + "compute capability " + cc +
+                                                              " is unknown to this toolkit's cuda_occupancy.h");
+        return DeviceFieldError("shared_mem_per_sm_bytes",
+                                who + "cuda_occupancy.h cannot model an SM of compute capability " + cc + " with " +
+                                    std::to_string(dev.shared_mem_per_sm_bytes) +
+                                    " bytes of shared memory: it must be a size that architecture has (233472 on "
+                                    "the H100 and H200)");
+    }
+    if (!complaint(dev, 0).empty())
+        return DeviceFieldError("reserved_shared_mem_per_block_bytes",
+                                who + "reserved_shared_mem_per_block_bytes " +
+                                    std::to_string(dev.reserved_shared_mem_per_block_bytes) +
+                                    " leaves no room for a block on an SM (1024 on the H100 and H200)");
+    const auto most = static_cast<std::uint32_t>(std::min<std::uint64_t>(dev.shared_mem_per_block_optin_bytes, UINT32_MAX));
+    if (!complaint(dev, most).empty())
+        return DeviceFieldError("shared_mem_per_block_optin_bytes",
+                                who + "a block using all " + std::to_string(most) +
+                                    " bytes of shared_mem_per_block_optin_bytes does not fit on an SM beside the "
+                                    "reservation: the two together must fit shared_mem_per_sm_bytes");
+    return std::nullopt;
 }
 
 // Full waves a grid of `blocks` needs: ceil(blocks / (blocks_per_sm * SMs)).
