@@ -125,6 +125,8 @@ TEST_CASE("malformed profiles are rejected with the path of the bad field") {
               .find("$.ops[1].duration_ns: expected min <= median <= max") == 0);
     CHECK(broken([](json& j) { j["ops"][1]["duration_ns"]["max"] = -1.0; })
               .find("$.ops[1].duration_ns.max: must be a finite number >= 0") == 0);
+    CHECK(broken([](json& j) { j["ops"][3]["kernels"][0]["duration_ns"]["max"] = 1e300; }) ==
+          "$.ops[3].kernels[0].duration_ns.max: must be at most 1e12 ns (1000 s), got 1e+300");
     CHECK(broken([](json& j) { j["ops"][2]["host_ns"]["median"] = -3.0; })
               .find("$.ops[2].host_ns.median: must be a finite number >= 0") == 0);
     CHECK(broken([](json& j) { j["ops"][0]["host_ns"] = 12; }).find("$.ops[0].host_ns") == 0);

@@ -414,6 +414,22 @@ TEST_CASE("strategy options are typed and round-trip through JSON; bad ones name
     j = good;
     j["options"]["max_streams"] = -1;
     CHECK(load(j) == "plan.json: $.options.max_streams: integer -1 is out of range (must be >= 0)");
+    // Values no planner writes: a record that says them is broken.
+    j = good;
+    j["options"]["max_streams"] = 0;
+    CHECK(load(j) == "plan.json: $.options.max_streams: must be >= 1");
+    j = good;
+    j["options"]["simulated"] = good["options"]["candidates"].get<std::uint32_t>() + 1;
+    CHECK(load(j).find("plan.json: $.options.simulated: judged ") == 0);
+    j = good;
+    j["options"]["predicted_ms"] = -2.5;
+    CHECK(load(j) == "plan.json: $.options.predicted_ms: must be a finite number > 0 and at most 10000000.0, got -2.5");
+    j = good;
+    j["op_count"] = -5;
+    CHECK(load(j) == "plan.json: $.op_count: integer -5 is out of range (must be >= 0)");
+    j["op_count"] = t.graph.op_count() + 1;
+    CHECK(load(j) == "plan.json: $.op_count: says " + std::to_string(t.graph.op_count() + 1) + " ops, but graph " +
+                         t.graph.fingerprint() + " has " + std::to_string(t.graph.op_count()));
     j = good;
     j["options"]["chosen"] = {{"base", "fastest"}};
     CHECK(load(j) == "plan.json: $.options.chosen.base: expected \"serial\", \"nimble\", \"glp4nn\", \"ooo\", \"opara\" "

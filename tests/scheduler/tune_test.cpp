@@ -463,6 +463,14 @@ TEST_CASE("a tuned plan records its measurement, and plan.json keeps it") {
     CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) ==
           "plan.json: $.measured.batch: required field is missing");
     bad = j;
+    bad["measured"]["median_ms"] = 0.0;
+    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) ==
+          "plan.json: $.measured.median_ms: must be a finite number > 0 and at most 10000000.0, got 0.0");
+    bad = j;
+    bad["measured"]["candidates"][0]["spread_pct"] = -1.0;
+    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) ==
+          "plan.json: $.measured.candidates[0].spread_pct: must be a finite number >= 0 and at most 1000000.0, got -1.0");
+    bad = j;
     bad["measured"]["candidates"][1]["seconds"] = 1;
     CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }).find("$.measured.candidates[1]") !=
           std::string::npos);

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -88,13 +91,32 @@ inline PlanChoice choice_from_json(const JsonReader& r) {
     return c;
 }
 
+// A count that must be at least 1 (streams, chains).
+inline std::uint32_t positive_count(const JsonReader& r) {
+    const auto v = r.get<std::uint32_t>();
+    if (v == 0) r.fail("must be >= 1");
+    return v;
+}
+
+// A time or spread a plan records: finite, from 0 (`positive`: above 0) to
+// `most`; beyond it the record is broken, not a measurement.
+inline double recorded_number(const JsonReader& r, bool positive, double most) {
+    const double v = r.get<double>();
+    if (!std::isfinite(v) || v < 0.0 || (positive && v == 0.0) || v > most)
+        r.fail(std::string("must be a finite number ") + (positive ? "> 0" : ">= 0") + " and at most " +
+               nlohmann::json(most).dump() + ", got " + nlohmann::json(v).dump());
+    return v;
+}
+inline constexpr double most_ms = 1e7;           // as a measurements file's times
+inline constexpr double most_spread_pct = 1e6;
+
 inline StrategyOptions options_from_json(const JsonReader& r) {
     r.allow_only({"max_streams", "mode", "chains", "chosen", "chosen_description", "candidates", "simulated",
                   "predicted_ms"});
     StrategyOptions o;
-    if (auto f = r.find("max_streams")) o.max_streams = f->get<std::uint32_t>();
+    if (auto f = r.find("max_streams")) o.max_streams = positive_count(*f);
     if (auto f = r.find("mode")) o.mode = mode_from_json(*f);
-    if (auto f = r.find("chains")) o.chains = f->get<std::uint32_t>();
+    if (auto f = r.find("chains")) o.chains = positive_count(*f);
     if (auto f = r.find("chosen")) o.chosen = choice_from_json(*f);
     // The description is derived from "chosen"; it is written for people.
     if (auto f = r.find("chosen_description")) {
@@ -103,7 +125,10 @@ inline StrategyOptions options_from_json(const JsonReader& r) {
     }
     if (auto f = r.find("candidates")) o.candidates = f->get<std::uint32_t>();
     if (auto f = r.find("simulated")) o.simulated = f->get<std::uint32_t>();
-    if (auto f = r.find("predicted_ms")) o.predicted_ms = f->get<double>();
+    if (o.candidates && o.simulated && *o.simulated > *o.candidates)
+        r.at("simulated").fail("judged " + std::to_string(*o.simulated) + " of " + std::to_string(*o.candidates) +
+                               " candidates");
+    if (auto f = r.find("predicted_ms")) o.predicted_ms = recorded_number(*f, true, most_ms);
     return o;
 }
 
@@ -136,15 +161,16 @@ inline PlanMeasurement measured_from_json(const JsonReader& r) {
     m.on.mode = mode_from_json(r.at("mode"));
     m.on.batch = r.get<std::uint32_t>("batch");
     m.on.settings = r.get<std::string>("settings");
-    m.median_ms = r.get<double>("median_ms");
-    m.spread_pct = r.get<double>("spread_pct");
+    m.median_ms = recorded_number(r.at("median_ms"), true, most_ms);
+    m.spread_pct = recorded_number(r.at("spread_pct"), false, most_spread_pct);
     m.rounds = r.get<std::uint32_t>("rounds");
     m.switched = r.get<bool>("switched");
     auto cs = r.at("candidates");
     for (std::size_t i = 0; i < cs.size(); ++i) {
         cs[i].allow_only({"name", "median_ms", "spread_pct", "samples", "declined"});
-        MeasuredCandidate c{cs[i].get<std::string>("name"), cs[i].get<double>("median_ms"),
-                            cs[i].get<double>("spread_pct"), cs[i].get<std::uint32_t>("samples")};
+        MeasuredCandidate c{cs[i].get<std::string>("name"), recorded_number(cs[i].at("median_ms"), false, most_ms),
+                            recorded_number(cs[i].at("spread_pct"), false, most_spread_pct),
+                            cs[i].get<std::uint32_t>("samples")};
         if (auto d = cs[i].find("declined")) {
             c.declined = d->get<std::string>();
             if (c.declined.empty()) d->fail("an empty reason (leave \"declined\" out for a measured candidate)");
@@ -207,12 +233,17 @@ inline Plan plan_from_json(const nlohmann::json& json, const OpGraph& graph, con
                               std::to_string(version));
     Plan plan;
     plan.graph_fingerprint = r.get<std::string>("graph_fingerprint");
+    const std::optional<std::uint64_t> op_count =
+        r.has("op_count") ? std::optional(r.get<std::uint64_t>("op_count")) : std::nullopt;
     if (plan.graph_fingerprint != graph.fingerprint()) {
-        std::string ops = r.has("op_count") ? std::to_string(r.get<std::uint64_t>("op_count")) + " ops" : "another graph";
+        std::string ops = op_count ? std::to_string(*op_count) + " ops" : "another graph";
         r.at("graph_fingerprint")
             .fail("this plan was made for graph " + plan.graph_fingerprint + " (" + ops + "), not for this graph " +
                   graph.fingerprint() + " (" + std::to_string(graph.op_count()) + " ops): make a new plan for it");
     }
+    if (op_count && *op_count != graph.op_count())
+        r.at("op_count").fail("says " + std::to_string(*op_count) + " ops, but graph " + graph.fingerprint() + " has " +
+                              std::to_string(graph.op_count()));
     plan.strategy = r.get<std::string>("strategy");
     if (auto o = r.find("options")) plan.options = detail::options_from_json(*o);
     plan.device = r.get_or<std::string>("device", "");

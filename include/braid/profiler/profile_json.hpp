@@ -36,6 +36,8 @@ inline DurationStats stats_from_json(const JsonReader& r) {
     auto number = [&](const char* key) {
         const double v = r.get<double>(key);
         if (!std::isfinite(v) || v < 0.0) r.at(key).fail("must be a finite number >= 0, got " + std::to_string(v));
+        // 1000 s: far above any kernel or iteration; a larger time is a unit mistake or a broken file.
+        if (v > 1e12) r.at(key).fail("must be at most 1e12 ns (1000 s), got " + nlohmann::json(v).dump());
         return v;
     };
     s.median_ns = number("median");
