@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
                                       "step (as braid-train trains it)")
                            ->check(CLI::IsMember(nets))
                            ->capture_default_str();
-    braid::cli::add_deprecated(app, "--network", opt.network, "--net", net)->check(CLI::IsMember(nets));
+    braid::cli::add_deprecated(app, "--network", opt.network, "--net", net, CLI::IsMember(nets));
     // A bundled net's size, with braid-train's options and defaults.
     braid::samples::NetConfig& m = opt.net;
     CLI::Option* batch =
@@ -72,8 +72,8 @@ int main(int argc, char** argv) {
                            ->check(CLI::Range(0, 1023))
                            ->capture_default_str();
     // --device names a GPU model in the other tools; here it was the ordinal.
-    braid::cli::add_deprecated(app, "--device", opt.device, "--gpu (--device names a GPU model in the other tools)", gpu)
-        ->check(CLI::Range(0, 1023));
+    braid::cli::add_deprecated(app, "--device", opt.device, "--gpu (--device names a GPU model in the other tools)", gpu,
+                               CLI::Range(0, 1023));
     app.add_option("--warmup", opt.warmup, "warm-up iterations (not measured)")->capture_default_str();
     app.add_option("--iters", opt.iters, "measured iterations")->check(CLI::Range(1u, 100000u))->capture_default_str();
     CLI::Option* profile_out =

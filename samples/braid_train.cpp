@@ -685,8 +685,8 @@ int main(int argc, char** argv) {
         app.add_option("--max-streams", o.max_streams, "most streams (host worker threads) a glp4nn, ios or braid plan may use")
             ->check(between(1, braid::cli::max_streams))
             ->capture_default_str();
-    braid::cli::add_deprecated(app, "--streams", o.max_streams, "--max-streams", max_streams)
-        ->check(between(1, braid::cli::max_streams));
+    braid::cli::add_deprecated(app, "--streams", o.max_streams, "--max-streams", max_streams,
+                               between(1, braid::cli::max_streams));
     app.add_option("--mode", o.mode,
                    "graph (one replayed CUDA graph; the default with --backend cuda) or eager (launch by launch; the "
                    "host backend's only mode, so its default)")

@@ -147,6 +147,27 @@ TEST_CASE("old spellings still work, say what replaced them, and conflicting opt
         CHECK(both.status != 0);
         CHECK(both.output.find("--streams is the old spelling of --max-streams; give only one of them") !=
               std::string::npos);
+        CHECK(both.output.find(": --streams") == std::string::npos);  // CLI11 names a hidden option ""
+        // An old spelling's bad value is refused naming it, as the new spelling's would be.
+        const Run zero = run_command(std::string(BRAID_TRAIN_PATH) + " --net resnet18 --streams 0");
+        CAPTURE(zero.output);
+        CHECK(zero.status != 0);
+        CHECK(zero.output.rfind("--streams: ", 0) == 0);
+        const Run empty = run_command(std::string(BRAID_TRAIN_PATH) + " --net resnet18 --streams ''");
+        CHECK(empty.status != 0);
+        CHECK(empty.output.rfind("--streams: must not be empty", 0) == 0);
+    }
+#endif
+#ifdef BRAID_PROFILE_PATH
+    {
+        const Run abc = run_command(std::string(BRAID_PROFILE_PATH) + " --device abc");
+        CAPTURE(abc.output);
+        CHECK(abc.status != 0);
+        CHECK(abc.output.rfind("--device: Value abc not in range 0 to 1023", 0) == 0);
+        const Run network = run_command(std::string(BRAID_PROFILE_PATH) + " --network vgg16");
+        CAPTURE(network.output);
+        CHECK(network.status != 0);
+        CHECK(network.output.rfind("--network: vgg16 not in", 0) == 0);
     }
 #endif
 #ifdef BRAID_DEVICES_PATH

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <utility>
 #include <system_error>
 
 #include <CLI/CLI.hpp>
@@ -38,19 +40,43 @@ inline constexpr std::uint32_t max_streams = 128;
 // The modes, and the default every tool shares.
 inline constexpr const char* default_mode = "graph";
 
+// A bad value of an option, its message naming the option. CLI11 names a
+// hidden option (the old spellings below) with an empty string
+// (": Value abc not in range"); this error is not one of CLI11's
+// validation errors, so its message reaches the user as written, with the
+// same exit code.
+class OptionError : public CLI::ParseError {
+public:
+    explicit OptionError(std::string message)
+        : CLI::ParseError("ValidationError", std::move(message), CLI::ExitCodes::ValidationError) {}
+};
+
+// How the command line spells `option`, hidden or not ("--streams").
+inline std::string spelling(const CLI::Option& option) {
+    if (!option.get_lnames().empty()) return "--" + option.get_lnames().front();
+    if (!option.get_snames().empty()) return "-" + option.get_snames().front();
+    return option.get_name(true);
+}
+
 // `old_name` (say "--streams") as a hidden spelling of `current_name`
 // ("--max-streams"): it sets the same value and prints on stderr that it is
 // deprecated. Given together with `current` (the option it replaced), the
-// command line is refused.
+// command line is refused. `check`, when given, is the current option's
+// check: a value it refuses is refused naming `old_name` (a hidden option
+// cannot take CLI11's ->check, whose errors would not name it).
 template <class T>
 CLI::Option* add_deprecated(CLI::App& app, const std::string& old_name, T& target, const std::string& current_name,
-                            const CLI::Option* current) {
+                            const CLI::Option* current, std::optional<CLI::Validator> check = std::nullopt) {
     return app.add_option(old_name, target, "deprecated: use " + current_name)
         ->group("")
-        ->each([&app, old_name, current_name, current](const std::string&) {
+        ->each([&app, old_name, current_name, current, check](const std::string& value) {
             if (current->count() > 0)
-                throw CLI::ValidationError(old_name + " is the old spelling of " + current->get_name() +
-                                           "; give only one of them");
+                throw OptionError(old_name + " is the old spelling of " + current->get_name() + "; give only one of them");
+            if (value.empty()) throw OptionError(old_name + ": must not be empty");
+            if (check) {
+                std::string v = value;
+                if (const std::string why = (*check)(v); !why.empty()) throw OptionError(old_name + ": " + why);
+            }
             fmt::print(stderr, "{}: {} is deprecated and goes away in the next release; use {} (docs/cli.md)\n",
                        app.get_name(), old_name, current_name);
         });
@@ -61,10 +87,14 @@ CLI::Option* add_deprecated(CLI::App& app, const std::string& old_name, T& targe
 // (`--profile "$P"`) is an error, not the option left out, and no path
 // becomes the current folder or the root. Call it after adding the options.
 inline void refuse_empty_values(CLI::App& app) {
-    const CLI::Validator non_empty(
-        [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "");
     for (CLI::Option* option : app.get_options())
-        if (option->get_type_size() > 0) option->check(non_empty);
+        if (option->get_type_size() > 0)
+            option->check(CLI::Validator(
+                [name = spelling(*option)](std::string& value) {
+                    if (value.empty()) throw OptionError(name + ": must not be empty");
+                    return std::string();
+                },
+                ""));
 }
 
 // Why `path`, given to `option`, cannot be written, or "" when it can be as
