@@ -32,7 +32,12 @@ braid::CalibrationInputs read_calibration_inputs(const std::vector<std::string>&
     // average them.
     std::optional<std::pair<KernelSettings, std::string>> kernels;  // the first seen, and where
     const auto same_kernels = [&](const braid::ProfileSettings& s, const std::string& where) {
-        const KernelSettings k = kernel_settings_from(s);
+        KernelSettings k;
+        try {
+            k = kernel_settings_from(s);
+        } catch (const braid::Error& e) {
+            throw braid::Error(where + ": " + e.what());
+        }
         if (!kernels) kernels.emplace(k, where);
         else if (!(k == kernels->first))
             throw braid::Error(where + " ran " + to_string(k) + ", " + kernels->second + " " +

@@ -125,6 +125,20 @@ TEST_CASE("malformed profiles are rejected with the path of the bad field") {
               .find("$.ops[1].duration_ns: expected min <= median <= max") == 0);
     CHECK(broken([](json& j) { j["ops"][1]["duration_ns"]["max"] = -1.0; })
               .find("$.ops[1].duration_ns.max: must be a finite number >= 0") == 0);
+    // A kernel that could not have run on the profile's device as recorded.
+    CHECK(broken([](json& j) { j["ops"][3]["kernels"][0]["registers_per_thread"] = 300; }) ==
+          "$.ops[3].kernels[0]: did not run on this profile's device as written: kernel 'void gemm<128>(float const*, "
+          "float*)' on h100: registers: 300 registers per thread exceed the device's 255");
+    // With its graph embedded, a profile measures every op of it and nothing else.
+    CHECK(broken([](json& j) { j["ops"].erase(1); }) ==
+          "$.ops: has no measurements for 1 op(s) of the graph: '" + good["ops"][1]["name"].get<std::string>() +
+              "' it embeds");
+    CHECK(broken([](json& j) {
+              j["ops"].push_back(j["ops"][0]);
+              j["ops"].back()["name"] = "extra";
+          }) == "$.ops[" + std::to_string(good["ops"].size()) + "].name: 'extra' is not an op of the embedded graph");
+    CHECK(broken([](json& j) { j["unattributed"][0]["total_ns"] = -1.0; }) ==
+          "$.unattributed[0].total_ns: must be a finite number from 0 to 1e12 ns, got -1.0");
     CHECK(broken([](json& j) { j["ops"][3]["kernels"][0]["duration_ns"]["max"] = 1e300; }) ==
           "$.ops[3].kernels[0].duration_ns.max: must be at most 1e12 ns (1000 s), got 1e+300");
     CHECK(broken([](json& j) { j["ops"][2]["host_ns"]["median"] = -3.0; })

@@ -250,6 +250,23 @@ TEST_CASE("measurements files: errors name the file, the row and the field") {
     CHECK(mixed.find("graph-api.json' row 0 ('g') ran conv_api graph, batch_norm own, layout nchw") != std::string::npos);
     CHECK(mixed.find("conv_api legacy, batch_norm own, layout nchw: a calibration is of one set of kernels") !=
           std::string::npos);
+    // A kernel setting braid has no kernels for, and a plan file of another graph: both name the row.
+    const std::string frontend = write_temp(
+        "frontend.json", doc("{\"label\": \"f\", \"profile\": \"" + profile +
+                             "\", \"plan\": \"serial\", \"mode\": \"graph\", \"ms\": [1], \"network\": {\"net\": "
+                             "\"resnet50\", \"batch\": 8, \"conv_api\": \"frontend\"}}"));
+    const std::string frontend_error = error_of([&] { (void)samples::read_calibration_inputs({frontend}); });
+    CAPTURE(frontend_error);
+    CHECK(frontend_error.find("frontend.json' row 0 ('f'): kernel setting 'conv_api' is 'frontend'") != std::string::npos);
+    const std::string foreign_plan = write_temp(
+        "foreign-plan.json", doc("{\"label\": \"p\", \"profile\": \"" + profile + "\", \"plan\": \"" + data +
+                                 "/plans/googlenet-noaux-b8-braid-roofline-graph.plan.json\", \"mode\": \"graph\", "
+                                 "\"ms\": [1]}"));
+    const std::string foreign_error = error_of([&] { (void)calibration_inputs(load_measurements(foreign_plan)); });
+    CAPTURE(foreign_error);
+    CHECK(foreign_error.rfind("measurements row 0 ('p'): ", 0) == 0);
+    CHECK(foreign_error.find("googlenet-noaux-b8-braid-roofline-graph.plan.json: $.graph_fingerprint: this plan was made "
+                             "for graph") != std::string::npos);
     // A profile that says what it ran (as braid-profile's do): a row giving
     // the same network at another size, or measured on another GPU, is refused.
     nlohmann::json said = braid::detail::load_json_file(profile);

@@ -112,13 +112,7 @@ inline OpCosts costs_from_profile(const Profile& profile, const OpGraph& graph, 
     std::vector<std::string> missing;
     for (const Op& op : graph.ops())
         if (!by_name.count(op.name)) missing.push_back(op.name);
-    if (!missing.empty()) {
-        std::string names;
-        for (std::size_t i = 0; i < missing.size() && i < 10; ++i) names += (i ? ", '" : "'") + missing[i] + "'";
-        if (missing.size() > 10) names += " and " + std::to_string(missing.size() - 10) + " more";
-        throw ProfileError("the profile has no measurements for " + std::to_string(missing.size()) + " op(s) of the graph: " +
-                           names);
-    }
+    if (!missing.empty()) throw ProfileError("the profile has " + unmeasured_ops_message(missing));
 
     OpCosts costs(graph.op_count());
     for (const Op& op : graph.ops()) {

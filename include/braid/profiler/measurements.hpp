@@ -269,7 +269,11 @@ inline CalibrationInputs calibration_inputs(const MeasurementSet& m, const Estim
             if (!std::filesystem::is_regular_file(plan_path))
                 throw Error(who + ": plan '" + row.plan + "' is not serial, nimble or a plan file ('" + plan_path +
                             "' does not exist)");
-            r.plan = load_plan(plan_path, *net.graph);
+            try {
+                r.plan = load_plan(plan_path, *net.graph);
+            } catch (const Error& e) {
+                throw Error(who + ": " + e.what());
+            }
         }
         in.rows.push_back(std::move(r));
     }

@@ -12,10 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "braid/config.hpp"
 #include "braid/detail/json_reader.hpp"
 #include "braid/error.hpp"
 #include "braid/graph/graph_json.hpp"
 #include "braid/model/device_json.hpp"
+#if BRAID_HAS_OCCUPANCY_HEADER
+#include "braid/model/occupancy.hpp"
+#endif
 #include "braid/profiler/profile.hpp"
 
 namespace braid {
@@ -258,6 +262,14 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
             pk.shape.regs_per_thread = k.get<std::uint32_t>("registers_per_thread");
             pk.shape.static_smem_bytes = k.get<std::uint32_t>("static_smem_bytes");
             pk.shape.dynamic_smem_bytes = k.get<std::uint32_t>("dynamic_smem_bytes");
+#if BRAID_HAS_OCCUPANCY_HEADER
+            // It ran on the profile's device, so its blocks fit there; a shape that does not is a broken file.
+            try {
+                (void)occupancy(p.device, pk.shape);
+            } catch (const ModelError& e) {
+                k.fail(std::string("did not run on this profile's device as written: ") + e.what());
+            }
+#endif
             pk.duration = detail::stats_from_json(k.at("duration_ns"));
             pk.order = take_order(k);
             op.kernels.push_back(std::move(pk));
@@ -277,6 +289,15 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
         }
         p.ops.push_back(std::move(op));
     }
+    // A profile that embeds its graph measured every op of it, and nothing else.
+    if (p.graph) {
+        std::vector<std::string> missing;
+        for (const Op& op : p.graph->ops())
+            if (!seen.count(op.name)) missing.push_back(op.name);
+        if (!missing.empty()) ops.fail("has " + unmeasured_ops_message(missing) + " it embeds");
+        for (const auto& [name, i] : seen)
+            if (!p.graph->has_op(name)) ops[i].at("name").fail("'" + name + "' is not an op of the embedded graph");
+    }
     if (auto un = r.find("unattributed")) {
         for (std::size_t i = 0; i < un->size(); ++i) {
             const detail::JsonReader u = (*un)[i];
@@ -286,6 +307,8 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
             w.name = u.get_or<std::string>("name", "");
             w.count = u.get<std::uint32_t>("count");
             w.total_ns = u.get_or<double>("total_ns", 0.0);
+            if (!std::isfinite(w.total_ns) || w.total_ns < 0.0 || w.total_ns > 1e12)
+                u.at("total_ns").fail("must be a finite number from 0 to 1e12 ns, got " + nlohmann::json(w.total_ns).dump());
             p.unattributed.push_back(std::move(w));
         }
     }
