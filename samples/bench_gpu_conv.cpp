@@ -353,8 +353,11 @@ int main(int argc, char** argv) {
     app.add_option("--reps", o.reps, "runs of a pass per round, timed together")
         ->check(CLI::Range(1u, 10000u))
         ->capture_default_str();
-    app.add_option("--tf32", o.tf32, "1: TF32 tensor cores allowed (the trainers' default)")->capture_default_str();
+    app.add_option("--tf32", o.tf32, "1: TF32 tensor cores allowed (the trainers' default)")
+        ->check(braid::cli::zero_or_one())
+        ->capture_default_str();
     app.add_option("--deterministic", o.deterministic, "1: only deterministic algorithms and engines (as --check)")
+        ->check(braid::cli::zero_or_one())
         ->capture_default_str();
     app.add_option("--workspace-mib", o.workspace_mib, "most cuDNN workspace one call may ask for")
         ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 20))

@@ -114,7 +114,7 @@ void add_options(CLI::App& app, Options& o) {
     app.add_option("--image", o.image, "square image size (default: each net's own)")->check(CLI::Range(1u, 4096u));
     app.add_option("--classes", o.classes, "classes of the classifier")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
     app.add_option("--width-scale", o.width_scale, "channel-count multiplier")
-        ->check(CLI::Range(1e-3, 16.0))
+        ->check(braid::cli::between(1e-3, 16.0))
         ->capture_default_str();
     app.add_option("--iters", o.iterations, "timed iterations per configuration")
         ->check(CLI::Range(1u, 100000u))
@@ -127,7 +127,7 @@ void add_options(CLI::App& app, Options& o) {
         ->capture_default_str();
     app.add_option("--tune-budget", o.tune_budget_s,
                    "seconds of tuning per net and batch, preparation included (0: no tuning)")
-        ->check(CLI::Range(0.0, 86400.0))
+        ->check(braid::cli::between(0.0, 86400.0))
         ->capture_default_str();
     app.add_option("--fuse-relu", o.fuse_relu, "1: fold ReLUs into batch norms and adds (keys <net>_fused)")
         ->check(CLI::IsMember({0, 1}));

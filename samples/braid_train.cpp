@@ -61,6 +61,10 @@
 namespace {
 
 using namespace braid::samples;
+using braid::cli::at_least;
+using braid::cli::finite_number;
+using braid::cli::between;
+using braid::cli::positive;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
@@ -593,35 +597,6 @@ int train(Options o) {
     return run_training_loop(loop);
 }
 
-// A finite number that `fits`, else "must be <what>, got 'TEXT'": plain
-// words instead of CLI11's range text with DBL_MAX in it, and no NaN or
-// infinity slipping past a comparison.
-CLI::Validator finite_number(std::function<bool(double)> fits, const std::string& what, const std::string& name) {
-    return CLI::Validator(
-        [fits, what](std::string& text) -> std::string {
-            try {
-                std::size_t used = 0;
-                const double v = std::stod(text, &used);
-                if (used == text.size() && std::isfinite(v) && fits(v)) return {};
-            } catch (const std::exception&) {
-            }
-            return "must be " + what + ", got '" + text + "'";
-        },
-        name);
-}
-
-CLI::Validator at_least(double lowest) {
-    return finite_number([lowest](double v) { return v >= lowest; }, fmt::format("a number of at least {}", lowest),
-                         fmt::format(">={}", lowest));
-}
-
-CLI::Validator between(double lowest, double highest) {
-    return finite_number([lowest, highest](double v) { return v >= lowest && v <= highest; },
-                         fmt::format("a number from {} to {}", lowest, highest),
-                         fmt::format("[{} - {}]", lowest, highest));
-}
-
-CLI::Validator positive() { return finite_number([](double v) { return v > 0.0; }, "a positive number", ">0"); }
 
 }  // namespace
 

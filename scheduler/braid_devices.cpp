@@ -31,12 +31,14 @@ std::vector<Shape> representative_shapes() {
     };
 }
 
-// The device table (or one device) and how the representative shapes fill it.
-int run(const std::vector<braid::DeviceSpec>& devices, const std::string& format) {
+// The device table (or one device) and how the representative shapes fill
+// it. As JSON, one device is its device object, a file `--device FILE`
+// reads back (to edit for a GPU the table lacks); the table is an array of them.
+int run(const std::vector<braid::DeviceSpec>& devices, const std::string& format, bool one) {
     if (format == "json") {
         nlohmann::json out = nlohmann::json::array();
         for (const braid::DeviceSpec& d : devices) out.push_back(braid::to_json(d));
-        fmt::print("{}\n", out.dump(2));
+        fmt::print("{}\n", (one ? out.front() : out).dump(2));
         return 0;
     }
     fmt::print("braid {}.{}.{}: {}\n\n", BRAID_VERSION_MAJOR, BRAID_VERSION_MINOR, BRAID_VERSION_PATCH,
@@ -74,7 +76,7 @@ int main(int argc, char** argv) {
     CLI::App app{"braid-devices: the built-in GPU table and how representative CNN kernel shapes fill each GPU's SMs",
                  "braid-devices"};
     app.add_option("--device", device, braid::cli::device_help);
-    app.add_option("--format", format, "table (for people) or json (device JSON, for scripts)")
+    app.add_option("--format", format, "table (for people) or json (with --device, that device's JSON, a file --device FILE reads; else an array of every device)")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();
     braid::cli::refuse_empty_values(app);
@@ -85,7 +87,7 @@ int main(int argc, char** argv) {
             devices.assign(braid::builtin_devices().begin(), braid::builtin_devices().end());
         else
             devices.push_back(braid::load_device(device));
-        return run(devices, format);
+        return run(devices, format, !device.empty());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "braid-devices: error: %s\n", e.what());
         return 1;

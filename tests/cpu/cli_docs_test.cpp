@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "run_command.hpp"
 
 namespace {
@@ -176,6 +178,17 @@ TEST_CASE("old spellings still work, say what replaced them, and conflicting opt
         CHECK(one.status == 0);
         CHECK(one.output.find("\"key\": \"a100\"") != std::string::npos);
         CHECK(one.output.find("\"key\": \"h200\"") == std::string::npos);
+        // One device's JSON is a device file the tools read back.
+        const std::string file = std::string(BRAID_BUILD_DIR) + "/cli-docs-test-a100.json";
+        const Run saved = run_command(std::string(BRAID_DEVICES_PATH) + " --device a100 --format json > " + file);
+        REQUIRE(saved.status == 0);
+        const Run back = run_command(std::string(BRAID_DEVICES_PATH) + " --device " + file + " --format json");
+        CHECK(back.status == 0);
+        CHECK(nlohmann::json::parse(back.output) == nlohmann::json::parse(one.output));
+        std::remove(file.c_str());
+        const Run all = run_command(std::string(BRAID_DEVICES_PATH) + " --format json");
+        CHECK(all.status == 0);
+        CHECK(nlohmann::json::parse(all.output).size() == 5);
         const Run bad = run_command(std::string(BRAID_DEVICES_PATH) + " --device b300");
         CHECK(bad.status == 1);
         CHECK(bad.output.find("unknown device 'b300'; known devices: a100, h100, h200, l40s, rtx4090") !=

@@ -589,6 +589,8 @@ TEST_CASE("bench-gpu-train refuses bad options before it looks for a GPU") {
              {"--layout chw", "--layout: chw not in {nchw,nhwc}"},
              {"--pdl auto", "--pdl: auto not in {off,on}"},
              {"--width-scale -1", "--width-scale"},
+             {"--width-scale nan", "--width-scale: must be a number from 0.001 to 16, got 'nan'"},
+             {"--tune-budget nan", "--tune-budget: must be a number from 0 to 86400, got 'nan'"},
              {"--frobnicate 1", "--frobnicate"},
              {"--nets", "--nets"}});
 }
@@ -605,7 +607,9 @@ TEST_CASE("bench-gpu-conv refuses bad options before it looks for a GPU, and ski
              {"--rounds 0", "--rounds"},
              {"--reps x", "--reps"},
              {"--workspace-mib -1", "--workspace-mib"},
-             {"--tf32 maybe", "--tf32"}});
+             {"--tf32 maybe", "--tf32"},
+             {"--tf32 2", "--tf32: must be 0 or 1, got '2'"},
+             {"--deterministic true", "--deterministic: must be 0 or 1, got 'true'"}});
     const Run ok = bench("--nets resnet18 --batch 2 --image 64 --rounds 1 --reps 1");
     CAPTURE(ok.output);
     if (ok.status == 77) CHECK(ok.output.find("no CUDA device") != std::string::npos);

@@ -6,8 +6,11 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -36,6 +39,49 @@ inline constexpr std::uint32_t max_classes = 1u << 24;
 inline constexpr double min_width_scale = 1e-6;
 inline constexpr double max_width_scale = 64.0;
 inline constexpr std::uint32_t max_streams = 128;
+
+// A finite number that `fits`, else "must be <what>, got 'TEXT'": plain
+// words instead of CLI11's range text with DBL_MAX in it, and no NaN or
+// infinity slipping past a comparison (CLI::Range lets "nan" through: every
+// comparison with NaN is false, so it is never out of range).
+inline CLI::Validator finite_number(std::function<bool(double)> fits, const std::string& what, const std::string& name) {
+    return CLI::Validator(
+        [fits, what](std::string& text) -> std::string {
+            try {
+                std::size_t used = 0;
+                const double v = std::stod(text, &used);
+                if (used == text.size() && std::isfinite(v) && fits(v)) return {};
+            } catch (const std::exception&) {
+            }
+            return "must be " + what + ", got '" + text + "'";
+        },
+        name);
+}
+
+inline CLI::Validator at_least(double lowest) {
+    return finite_number([lowest](double v) { return v >= lowest; }, fmt::format("a number of at least {}", lowest),
+                         fmt::format(">={}", lowest));
+}
+
+inline CLI::Validator between(double lowest, double highest) {
+    return finite_number([lowest, highest](double v) { return v >= lowest && v <= highest; },
+                         fmt::format("a number from {} to {}", lowest, highest),
+                         fmt::format("[{} - {}]", lowest, highest));
+}
+
+inline CLI::Validator positive() {
+    return finite_number([](double v) { return v > 0.0; }, "a positive number", ">0");
+}
+
+// 0 or 1, for the benchmarks' switches (`--tf32 1`): CLI11 reads a bool
+// from many spellings ("2" among them), which would make a typo a setting.
+inline CLI::Validator zero_or_one() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            return text == "0" || text == "1" ? std::string() : "must be 0 or 1, got '" + text + "'";
+        },
+        "0|1");
+}
 
 // The modes, and the default every tool shares.
 inline constexpr const char* default_mode = "graph";
