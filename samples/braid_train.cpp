@@ -62,8 +62,8 @@ namespace {
 
 using namespace braid::samples;
 using braid::cli::at_least;
-using braid::cli::finite_number;
 using braid::cli::between;
+using braid::cli::finite_number;
 using braid::cli::positive;
 using Clock = std::chrono::steady_clock;
 
@@ -596,7 +596,6 @@ int train(Options o) {
         };
     return run_training_loop(loop);
 }
-
 
 }  // namespace
 

@@ -76,7 +76,9 @@ int main(int argc, char** argv) {
     CLI::App app{"braid-devices: the built-in GPU table and how representative CNN kernel shapes fill each GPU's SMs",
                  "braid-devices"};
     app.add_option("--device", device, braid::cli::device_help);
-    app.add_option("--format", format, "table (for people) or json (with --device, that device's JSON, a file --device FILE reads; else an array of every device)")
+    app.add_option("--format", format,
+                   "table (for people) or json (with --device, that device's JSON, a file --device FILE reads; "
+                   "else an array of every device)")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();
     braid::cli::refuse_empty_values(app);

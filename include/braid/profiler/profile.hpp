@@ -192,11 +192,11 @@ struct Profile {
 
 // "no measurements for 2 op(s) of the graph: 'a', 'b'": at most ten names,
 // then how many more.
-inline std::string unmeasured_ops_message(const std::vector<std::string>& missing) {
+inline std::string unmeasured_ops_message(const std::vector<std::string>& missing, const std::string& graph = "the graph") {
     std::string names;
     for (std::size_t i = 0; i < missing.size() && i < 10; ++i) names += (i ? ", '" : "'") + missing[i] + "'";
     if (missing.size() > 10) names += " and " + std::to_string(missing.size() - 10) + " more";
-    return "no measurements for " + std::to_string(missing.size()) + " op(s) of the graph: " + names;
+    return "no measurements for " + std::to_string(missing.size()) + " op(s) of " + graph + ": " + names;
 }
 
 }  // namespace braid

@@ -294,7 +294,7 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
         std::vector<std::string> missing;
         for (const Op& op : p.graph->ops())
             if (!seen.count(op.name)) missing.push_back(op.name);
-        if (!missing.empty()) ops.fail("has " + unmeasured_ops_message(missing) + " it embeds");
+        if (!missing.empty()) ops.fail(unmeasured_ops_message(missing, "the embedded graph"));
         for (const auto& [name, i] : seen)
             if (!p.graph->has_op(name)) ops[i].at("name").fail("'" + name + "' is not an op of the embedded graph");
     }
