@@ -101,6 +101,15 @@ int run(const Options& o) {
     if (!o.cpp_out.empty())
         if (const std::string why = braid::cli::output_path_problem("--cpp-out", o.cpp_out); !why.empty())
             throw braid::Error(why);
+    // Each output against the other and every input (an input given twice is read_calibration_inputs' to refuse).
+    std::vector<std::pair<std::string, std::string>> outputs{{"--calibration-out", o.out}};
+    if (!o.cpp_out.empty()) outputs.emplace_back("--cpp-out", o.cpp_out);
+    if (const std::string why = braid::cli::same_file_problem(outputs); !why.empty()) throw braid::Error(why);
+    for (const std::string& f : o.files) {
+        std::vector<std::pair<std::string, std::string>> paths = outputs;
+        paths.emplace_back("input '" + f + "'", f);
+        if (const std::string why = braid::cli::same_file_problem(paths); !why.empty()) throw braid::Error(why);
+    }
     std::vector<std::string> notes;
     const braid::CalibrationInputs in = braid::samples::read_calibration_inputs(o.files, &notes);
     for (const std::string& n : notes) fmt::print(stderr, "note: {}\n", n);

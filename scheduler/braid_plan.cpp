@@ -9,6 +9,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -151,7 +153,29 @@ void write_file(const std::string& path, const std::string& text) {
     if (!out) throw braid::Error("writing '" + path + "' failed");
 }
 
+// Where the plan, the trace and the timeline go.
+std::tuple<std::string, std::string, std::string> output_paths(const Options& o) {
+    return {o.plan_file.empty() ? o.out_dir + "/plan.json" : o.plan_file,
+            o.trace_file.empty() ? o.out_dir + "/trace.json" : o.trace_file,
+            o.svg_file.empty() ? o.out_dir + "/timeline.svg" : o.svg_file};
+}
+
+// Two outputs that are one file, or an output that is an input: the one
+// written last would replace the other without a word.
+void refuse_same_files(const Options& o) {
+    const auto [plan, trace, svg] = output_paths(o);
+    std::vector<std::pair<std::string, std::string>> paths{{o.plan_file.empty() ? "the plan (--out)" : "--plan-out", plan},
+                                                           {o.trace_file.empty() ? "the trace (--out)" : "--trace-out", trace},
+                                                           {o.svg_file.empty() ? "the timeline (--out)" : "--svg-out", svg}};
+    for (const auto& [option, path] : {std::pair{"--profile", &o.profile}, std::pair{"--prototxt", &o.prototxt},
+                                       std::pair{"--calibration", &o.calibration}, std::pair{"--device", &o.device},
+                                       std::pair{"--device-json", &o.device_json}})
+        if (!path->empty() && std::filesystem::exists(*path)) paths.emplace_back(option, *path);
+    if (const std::string why = braid::cli::same_file_problem(paths); !why.empty()) throw braid::Error(why);
+}
+
 int run(const Options& o) {
+    refuse_same_files(o);
     if (o.list_devices) {
         for (const braid::DeviceSpec& d : braid::builtin_devices())
             fmt::print("{:<8} {} ({} SMs, cc {}.{}, {:.0f} GB/s)\n", d.key, d.name, d.sm_count, d.cc_major, d.cc_minor,
@@ -178,9 +202,7 @@ int run(const Options& o) {
     const braid::sim::Result& result = chosen.simulated.result;
     const std::set<braid::OpId> critical(cmp.bound.critical_ops.begin(), cmp.bound.critical_ops.end());
 
-    const std::string plan_path = o.plan_file.empty() ? o.out_dir + "/plan.json" : o.plan_file;
-    const std::string trace_path = o.trace_file.empty() ? o.out_dir + "/trace.json" : o.trace_file;
-    const std::string svg_path = o.svg_file.empty() ? o.out_dir + "/timeline.svg" : o.svg_file;
+    const auto [plan_path, trace_path, svg_path] = output_paths(o);
     write_file(plan_path, braid::to_json(chosen.plan, g).dump(2) + "\n");
     write_file(trace_path, braid::sim::chrome_trace(program, result, "predicted " + p.device.key).dump() + "\n");
     braid::TimelineSvgOptions so;

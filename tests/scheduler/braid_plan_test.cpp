@@ -253,6 +253,20 @@ TEST_CASE("braid-plan: bad arguments give clear errors and a non-zero exit") {
         CHECK(r.output.find(std::string(option).substr(0, std::string(option).find(' ')) + " excludes --profile") !=
               std::string::npos);
     }
+    // Two outputs in one file would leave only the last written.
+    const std::string same = (std::filesystem::temp_directory_path() / "braid-plan-same.json").string();
+    r = run_tool("--net resnet18 --batch 8 --plan-out " + same + " --trace-out " + same);
+    CHECK(r.status != 0);
+    CHECK(r.output.find("--plan-out and --trace-out are the same file ('" + same + "'): give each its own") !=
+          std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(same));
+    const std::string profile_copy = (std::filesystem::temp_directory_path() / "braid-plan-same.profile.json").string();
+    std::filesystem::copy_file(profile, profile_copy, std::filesystem::copy_options::overwrite_existing);
+    r = run_tool("--profile " + profile_copy + " --plan-out " + profile_copy);
+    CHECK(r.status != 0);
+    CHECK(r.output.find("--plan-out and --profile are the same file") != std::string::npos);
+    CHECK(braid::detail::load_json_file(profile_copy).at("format") == "braid.profile");
+    std::filesystem::remove(profile_copy);
     r = run_tool("--max-streams 129");
     CHECK(r.status != 0);
     CHECK(r.output.find("--max-streams: Value 129 not in range 1 to 128") != std::string::npos);
@@ -375,5 +389,19 @@ TEST_CASE("braid-calibrate checks where it writes before it fits, and refuses em
         CHECK(r.output.find(expected) != std::string::npos);
         CHECK(r.output.find("fitting on") == std::string::npos);
     }
+    // An output that is an input, or another output, is refused before anything is read or written.
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "braid-calibrate-same-file";
+    std::filesystem::create_directories(dir);
+    const std::string copy = (dir / "measurements.json").string();
+    std::filesystem::copy_file(data, copy, std::filesystem::copy_options::overwrite_existing);
+    const Run over_input = calibrate(copy + " -o " + (dir / "." / "measurements.json").string());
+    CAPTURE(over_input.output);
+    CHECK(over_input.status != 0);
+    CHECK(over_input.output.find("--calibration-out and input '" + copy + "' are the same file") != std::string::npos);
+    CHECK(braid::detail::load_json_file(copy).at("format") == "braid.measurements");  // still the measurements
+    const Run two_outputs = calibrate(copy + " -o " + (dir / "c.json").string() + " --cpp-out " + (dir / "c.json").string());
+    CHECK(two_outputs.status != 0);
+    CHECK(two_outputs.output.find("--calibration-out and --cpp-out are the same file") != std::string::npos);
+    std::filesystem::remove_all(dir);
 }
 #endif

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 #include <system_error>
 
 #include <CLI/CLI.hpp>
@@ -161,6 +162,26 @@ inline std::string output_path_problem(const std::string& option, const std::str
     if (!fs::exists(folder, ec)) return cannot + "folder '" + folder.string() + "' does not exist";
     if (!fs::is_directory(folder, ec)) return cannot + "'" + folder.string() + "' is not a folder";
     if (::access(folder.c_str(), W_OK) != 0) return cannot + "folder '" + folder.string() + "' is not writable";
+    return "";
+}
+
+// Two of `paths` (each a name for people, "--plan-out" or "input 'm.json'",
+// and a path) that are one file, as an error naming both; "" when all
+// differ. Compared as weakly canonical paths ("out/../p.json" is "p.json").
+// Writing one output over another, or over an input, loses a file without
+// a word.
+inline std::string same_file_problem(const std::vector<std::pair<std::string, std::string>>& paths) {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> seen;
+    for (const auto& [name, path] : paths) {
+        std::error_code ec;
+        fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+        if (ec) p = fs::absolute(path).lexically_normal();
+        for (std::size_t i = 0; i < seen.size(); ++i)
+            if (seen[i] == p)
+                return paths[i].first + " and " + name + " are the same file ('" + path + "'): give each its own";
+        seen.push_back(std::move(p));
+    }
     return "";
 }
 

@@ -221,36 +221,44 @@ inline void check_shape(std::string_view text, const std::string& source) {
     }
 }
 
-// Refuses a key that appears twice in one object while the parser reads
-// (JSON leaves open which of the two counts; nlohmann keeps the last, so
-// the first would be lost without a word): the error names the object by
-// its JSON path ("$.ops[3]").
-class DuplicateKeys {
+// Refuses a key that appears twice in one object (JSON leaves open which
+// of the two counts; nlohmann keeps the last, so the first would be lost
+// without a word): the error names the object by its JSON path
+// ("$.ops[3]"). A SAX pass that builds nothing, after the document parsed:
+// nlohmann's parser callbacks would do it in one pass, but with a callback
+// the parser scans an array's elements at the end of each object in it,
+// which makes a long array of objects quadratic (a million objects took
+// minutes).
+class DuplicateKeys : public nlohmann::json_sax<nlohmann::json> {
 public:
     explicit DuplicateKeys(std::string source) : source_(std::move(source)) {}
 
-    bool operator()(int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-        using Event = nlohmann::json::parse_event_t;
-        switch (event) {
-            case Event::object_start: frames_.push_back({true}); break;
-            case Event::array_start: frames_.push_back({false}); break;
-            case Event::key: {
-                Frame& f = frames_.back();
-                f.key = parsed.get<std::string>();
-                if (!f.keys.insert(f.key).second)
-                    throw FormatError(source_, path_of_object() + ": the key '" + f.key +
-                                                   "' appears twice in one object; give it once");
-                break;
-            }
-            case Event::object_end:
-            case Event::array_end:
-                frames_.pop_back();
-                [[fallthrough]];
-            case Event::value:
-                if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
-                break;
-        }
+    bool null() override { return value(); }
+    bool boolean(bool) override { return value(); }
+    bool number_integer(number_integer_t) override { return value(); }
+    bool number_unsigned(number_unsigned_t) override { return value(); }
+    bool number_float(number_float_t, const string_t&) override { return value(); }
+    bool string(string_t&) override { return value(); }
+    bool binary(binary_t&) override { return value(); }
+    bool start_object(std::size_t) override {
+        frames_.push_back({true});
         return true;
+    }
+    bool key(string_t& k) override {
+        Frame& f = frames_.back();
+        f.key = k;
+        if (!f.keys.insert(k).second)
+            throw FormatError(source_, path_of_object() + ": the key '" + k + "' appears twice in one object; give it once");
+        return true;
+    }
+    bool end_object() override { return end(); }
+    bool start_array(std::size_t) override {
+        frames_.push_back({false});
+        return true;
+    }
+    bool end_array() override { return end(); }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+        return false;  // the document parsed before this pass; nothing to add
     }
 
 private:
@@ -260,6 +268,14 @@ private:
         std::string key;             // an object's current key
         std::size_t index = 0;       // an array's current element
     };
+    bool value() {
+        if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+        return true;
+    }
+    bool end() {
+        frames_.pop_back();
+        return value();
+    }
     // "$.ops[3]": the object whose key is being read (the innermost frame).
     std::string path_of_object() const {
         std::string path = "$";
@@ -281,7 +297,10 @@ inline nlohmann::json parse_json(const std::string& text, const std::string& sou
                                       std::to_string(DocumentLimits::max_bytes) + " braid reads");
     json_text::check_shape(text, source);
     try {
-        return nlohmann::json::parse(text, json_text::DuplicateKeys(source));
+        nlohmann::json doc = nlohmann::json::parse(text);
+        json_text::DuplicateKeys duplicates(source);
+        nlohmann::json::sax_parse(text, &duplicates);
+        return doc;
     } catch (const nlohmann::json::parse_error& e) {
         // e.byte (1-based) is the last byte the parser read; the token it
         // could not use ends there. Point at the token's start and show it

@@ -20,6 +20,7 @@
 
 #include "braid/detail/json_reader.hpp"
 #include "braid/error.hpp"
+#include "braid/model/device_table.hpp"
 #include "braid/plan/plan_json.hpp"
 #include "braid/planner/calibrate.hpp"
 #include "braid/planner/strategies/nimble.hpp"
@@ -202,9 +203,13 @@ inline std::string row_profile_mismatch(const MeasurementSet& m, const MeasuredR
             return "its network's '" + name + "' is " + detail::settings_json({{name, value}})[name].dump() +
                    ", but the profile's run settings say " + detail::settings_json({{name, it->second}})[name].dump() +
                    ": a row's network must be the one its profile ran";
-    // Keys when both have one (a table's name and the driver's may spell one GPU two ways), else names.
+    // Keys when both have one (a table's name and the driver's may spell one GPU two ways), else names;
+    // spelled as the device table compares them ("H200" is "h200").
+    const auto differ = [](const std::string& a, const std::string& b) {
+        return !a.empty() && !b.empty() && detail::lowercase_alnum(a) != detail::lowercase_alnum(b);
+    };
     const bool keys = !m.device_key.empty() && !p.device.key.empty();
-    if (keys ? m.device_key != p.device.key : !m.device_name.empty() && !p.device.name.empty() && m.device_name != p.device.name)
+    if (keys ? differ(m.device_key, p.device.key) : differ(m.device_name, p.device.name))
         return "the measurements are of " + (m.device_name.empty() ? m.device_key : m.device_name) +
                ", but the profile ran on " + (p.device.name.empty() ? p.device.key : p.device.name) +
                ": measurements and profiles must come from one GPU";
