@@ -185,6 +185,11 @@ TEST_CASE("old spellings still work, say what replaced them, and conflicting opt
         const Run back = run_command(std::string(BRAID_DEVICES_PATH) + " --device " + file + " --format json");
         CHECK(back.status == 0);
         CHECK(nlohmann::json::parse(back.output) == nlohmann::json::parse(one.output));
+        // A pipe is read like a file.
+        const Run piped = run_command("cat " + file + " | " + std::string(BRAID_DEVICES_PATH) +
+                                      " --device /dev/stdin --format json");
+        CHECK(piped.status == 0);
+        CHECK(nlohmann::json::parse(piped.output) == nlohmann::json::parse(one.output));
         std::remove(file.c_str());
         const Run all = run_command(std::string(BRAID_DEVICES_PATH) + " --format json");
         CHECK(all.status == 0);

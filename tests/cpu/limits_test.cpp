@@ -80,6 +80,9 @@ TEST_CASE("nesting, string length, array size and file size have limits") {
     CHECK(error_of([&] { (void)detail::load_json_file(big); }) ==
           big + ": the file has 268435457 bytes, more than the 268435456 braid reads");
     std::filesystem::remove(big);
+    // An endless stream stops at the limit instead of filling memory.
+    CHECK(error_of([&] { (void)detail::load_json_file("/dev/zero"); }) ==
+          "/dev/zero: the file has over 268435456 bytes, more than the 268435456 braid reads");
 
     // An empty file and a folder are named as such.
     const std::string empty = (std::filesystem::temp_directory_path() / "braid-limits-empty.json").string();

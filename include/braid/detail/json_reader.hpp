@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -14,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -325,20 +328,30 @@ inline nlohmann::json parse_json(const std::string& text, const std::string& sou
     }
 }
 
+// The whole of `path`, at most DocumentLimits::max_bytes: a file, or a
+// pipe (`--device <(...)`, /dev/stdin), read in pieces so that an endless
+// one (/dev/zero) stops at the limit instead of filling memory.
 inline std::string read_text_file(const std::string& path) {
     if (std::filesystem::is_directory(path)) throw Error("'" + path + "' is a folder, not a file");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cannot open '" + path + "' for reading");
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    if (size > static_cast<std::streamoff>(DocumentLimits::max_bytes))
-        throw FormatError(path, "the file has " + std::to_string(size) + " bytes, more than the " +
-                                    std::to_string(DocumentLimits::max_bytes) + " braid reads");
-    in.seekg(0, std::ios::beg);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (!in && !in.eof()) throw Error("could not read '" + path + "'");
-    return ss.str();
+    const std::string most = std::to_string(DocumentLimits::max_bytes);
+    const auto too_big = [&](const std::string& size) {
+        return FormatError(path, "the file has " + size + " bytes, more than the " + most + " braid reads");
+    };
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) {
+        const std::uintmax_t size = std::filesystem::file_size(path, ec);
+        if (!ec && size > DocumentLimits::max_bytes) throw too_big(std::to_string(size));
+    }
+    std::string text;
+    char piece[1 << 16];
+    while (in.read(piece, sizeof piece) || in.gcount() > 0) {
+        text.append(piece, static_cast<std::size_t>(in.gcount()));
+        if (text.size() > DocumentLimits::max_bytes) throw too_big("over " + most);
+    }
+    if (in.bad()) throw Error("could not read '" + path + "': " + std::strerror(errno));
+    return text;
 }
 
 inline nlohmann::json load_json_file(const std::string& path) { return parse_json(read_text_file(path), path); }
