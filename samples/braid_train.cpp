@@ -617,7 +617,9 @@ int main(int argc, char** argv) {
             ->check(between(2, braid::cli::max_classes))
             ->capture_default_str();
     app.add_option("--iters", o.iterations, "training iterations")->check(at_least(1))->capture_default_str();
-    app.add_option("--seed", o.train.seed, "seed of parameters, data and dropout")->capture_default_str();
+    app.add_option("--seed", o.train.seed, "seed of parameters, data and dropout")
+        ->check(braid::cli::unsigned_64())
+        ->capture_default_str();
     app.add_option("--data-batches", o.train.data_batches,
                    "cycle through this many fixed synthetic batches (0: a fresh batch every iteration)")
         ->capture_default_str();

@@ -91,7 +91,12 @@ braid::CalibrationInputs read_calibration_inputs(const std::vector<std::string>&
         for (std::size_t i = 0; i < measured.rows.size(); ++i)
             same_kernels(measured.rows[i].network, "'" + file + "' row " + std::to_string(i) + " ('" +
                                                         measured.rows[i].label + "')");
-        braid::CalibrationInputs in = braid::calibration_inputs(measured, estimates);
+        braid::CalibrationInputs in;
+        try {
+            in = braid::calibration_inputs(measured, estimates);
+        } catch (const braid::Error& e) {
+            throw braid::Error("'" + file + "': " + e.what());  // several files: say which one's row
+        }
         const std::size_t offset = all.nets.size();
         for (auto& g : in.graphs) all.graphs.push_back(std::move(g));
         for (auto& n : in.nets) all.nets.push_back(std::move(n));

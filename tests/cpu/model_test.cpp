@@ -304,6 +304,25 @@ TEST_CASE("device JSON: round trip and errors that name the field") {
     CHECK(error_of([&] { (void)device_from_json(j); }) ==
           "$.peak_fp32_tflops: device 'h100': peak_fp32_tflops must be <= 1000000 (far above any GPU)");
 
+    // Near zero is as broken as near infinity: every kernel would take ages in the model.
+    j = to_json(find_device("h100"));
+    j["peak_fp32_tflops"] = 1e-300;
+    CHECK(error_of([&] { (void)device_from_json(j); }) ==
+          "$.peak_fp32_tflops: device 'h100': peak_fp32_tflops must be >= 0.01 (far below any GPU)");
+    j = to_json(find_device("h100"));
+    j["dram_bandwidth_gbps"] = 1e-300;
+    CHECK(error_of([&] { (void)device_from_json(j); }) ==
+          "$.dram_bandwidth_gbps: device 'h100': dram_bandwidth_gbps must be >= 1 (far below any GPU)");
+    j = to_json(find_device("h100"));
+    j["peak_bf16_tflops"] = 1e-9;
+    CHECK(error_of([&] { (void)device_from_json(j); }) ==
+          "$.peak_bf16_tflops: device 'h100': peak_bf16_tflops must be 0 (no such tensor cores) or >= 0.01 (far below "
+          "any GPU)");
+    j = to_json(find_device("h100"));
+    j["max_threads_per_block"] = 1000;
+    CHECK(error_of([&] { (void)device_from_json(j); }) ==
+          "$.max_threads_per_block: device 'h100': max_threads_per_block must be a whole number of warps");
+
     // Sizes the occupancy calculator cannot use are refused at load, naming
     // the field, not later at a network's first kernel.
     j = to_json(find_device("h100"));

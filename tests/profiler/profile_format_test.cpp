@@ -113,6 +113,8 @@ TEST_CASE("malformed profiles are rejected with the path of the bad field") {
     CHECK(broken([](json& j) { j.erase("graph_fingerprint"); }) == "$.graph_fingerprint: required field is missing");
     CHECK(broken([](json& j) { j["device"]["sm_count"] = "many"; }).find("$.device.sm_count: expected an integer") == 0);
     CHECK(broken([](json& j) { j["run"]["measured_iterations"] = 0; }) == "$.run.measured_iterations: must be >= 1");
+    CHECK(broken([](json& j) { j["run"]["plan"] = ""; }) ==
+          "$.run.plan: must name the plan the iterations ran on (\"serial\")");
     CHECK(broken([](json& j) { j["timing"] = "nvtx"; }).find("$.timing: expected \"cupti\" or \"cuda_events\"") == 0);
     CHECK(broken([](json& j) { j["timing"] = "cuda_events"; }).find("$.durations_only: must be true") == 0);
     CHECK(broken([](json& j) { j["ops"] = json::array(); }) == "$.ops: a profile needs at least one op");

@@ -170,6 +170,9 @@ TEST_CASE("braid-train --backend cuda: no CUDA part, no device (exit 77), or a b
     check_refusals(BRAID_TRAIN_PATH,
                    {{"--net resnet18 " + tiny + " --backend cuda --calibration /nonexistent/c.json",
                      "cannot open '/nonexistent/c.json' for reading"},
+                    // CLI11 would turn these into seed 18446744073709551615 without a word.
+                    {"--net resnet18 " + tiny + " --seed -1", "--seed: must be a whole number from 0 to 18446744073709551615, got '-1'"},
+                    {"--net resnet18 " + tiny + " --seed 18446744073709551616", "--seed: must be a whole number"},
                     {"--net resnet18 " + tiny + " --backend cuda --device /nonexistent/d.json",
                      "cannot open '/nonexistent/d.json' for reading"},
                     {"--net resnet18 " + tiny + " --backend cuda --strategy " + other_plan, "this plan was made for graph"},

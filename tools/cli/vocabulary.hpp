@@ -74,6 +74,22 @@ inline CLI::Validator positive() {
     return finite_number([](double v) { return v > 0.0; }, "a positive number", ">0");
 }
 
+// A whole number from 0 to 2^64 - 1 written in digits: CLI11 turns "-1"
+// and numbers past the top into 18446744073709551615 without a word.
+inline CLI::Validator unsigned_64() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+            try {
+                if (digits) (void)std::stoull(text);
+                if (digits) return {};
+            } catch (const std::exception&) {
+            }
+            return "must be a whole number from 0 to 18446744073709551615, got '" + text + "'";
+        },
+        "UINT64");
+}
+
 // 0 or 1, for the benchmarks' switches (`--tf32 1`): CLI11 reads a bool
 // from many spellings ("2" among them), which would make a typo a setting.
 inline CLI::Validator zero_or_one() {

@@ -105,6 +105,7 @@ inline void validate(const DeviceSpec& d) {
     need(d.max_threads_per_sm >= d.warp_size, "max_threads_per_sm", "must hold at least one warp");
     need(d.max_threads_per_block >= d.warp_size && d.max_threads_per_block <= d.max_threads_per_sm,
          "max_threads_per_block", "must be between a warp and max_threads_per_sm");
+    need(d.max_threads_per_block % d.warp_size == 0, "max_threads_per_block", "must be a whole number of warps");
     need(d.max_blocks_per_sm > 0, "max_blocks_per_sm", "must be > 0");
     need(d.regs_per_sm > 0, "regs_per_sm", "must be > 0");
     need(d.regs_per_block > 0 && d.regs_per_block <= d.regs_per_sm, "regs_per_block",
@@ -116,11 +117,15 @@ inline void validate(const DeviceSpec& d) {
     need(d.shared_mem_per_block_optin_bytes <= d.shared_mem_per_sm_bytes, "shared_mem_per_block_optin_bytes",
          "must be <= shared_mem_per_sm_bytes");
     need(d.max_resident_grids > 0, "max_resident_grids", "must be > 0");
-    need(d.boost_clock_mhz > 0, "boost_clock_mhz", "must be > 0");
-    need(d.dram_bandwidth_gbps > 0, "dram_bandwidth_gbps", "must be > 0");
-    need(d.peak_fp32_tflops > 0, "peak_fp32_tflops", "must be > 0");
-    need(d.peak_tf32_tflops >= 0 && d.peak_fp16_tflops >= 0 && d.peak_bf16_tflops >= 0, "peak_*_tflops",
-         "must be >= 0");
+    // Lower bounds far below any GPU (the smallest in braid's table has 1.0 TB/s and 82 TFLOP/s): a
+    // value near 0 would make every kernel take ages in the model, and the plan's times absurd.
+    need(d.boost_clock_mhz >= 10, "boost_clock_mhz", "must be >= 10 (far below any GPU)");
+    need(d.dram_bandwidth_gbps >= 1, "dram_bandwidth_gbps", "must be >= 1 (far below any GPU)");
+    need(d.peak_fp32_tflops >= 0.01, "peak_fp32_tflops", "must be >= 0.01 (far below any GPU)");
+    for (const auto& [value, field] : {std::pair{d.peak_tf32_tflops, "peak_tf32_tflops"},
+                                       std::pair{d.peak_fp16_tflops, "peak_fp16_tflops"},
+                                       std::pair{d.peak_bf16_tflops, "peak_bf16_tflops"}})
+        need(value == 0 || value >= 0.01, field, "must be 0 (no such tensor cores) or >= 0.01 (far below any GPU)");
 }
 
 }  // namespace braid

@@ -192,6 +192,7 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
         p.run.network = run.get<std::string>("network");
         if (auto s = run.find("settings")) p.run.settings = detail::settings_from_json(*s);
         p.run.plan = run.get_or<std::string>("plan", "serial");
+        if (p.run.plan.empty()) run.at("plan").fail("must name the plan the iterations ran on (\"serial\")");
         p.run.warmup_iterations = run.get<std::uint32_t>("warmup_iterations");
         p.run.measured_iterations = run.get<std::uint32_t>("measured_iterations");
         if (p.run.measured_iterations == 0) run.at("measured_iterations").fail("must be >= 1");
