@@ -67,6 +67,9 @@ using braid::cli::finite_number;
 using braid::cli::positive;
 using Clock = std::chrono::steady_clock;
 
+static_assert(max_input_batch == braid::cli::max_batch && max_input_side == braid::cli::max_image,
+              "a prototxt's input and --batch/--image share their limits");
+
 struct Options {
     TrainConfig train;
     std::uint32_t iterations = 10;
@@ -637,15 +640,17 @@ int main(int argc, char** argv) {
                    "train a Caffe net definition instead of --net (docs/caffe.md); --batch, --image and --classes, "
                    "when given, override the file's")
         ->excludes(net, width, no_aux, fuse, share);
+    // Upper bounds far above any schedule (large-batch SGD peaks near 10):
+    // past them the first update already overflows the weights.
     app.add_option("--lr", o.train.optimizer.learning_rate, "SGD learning rate")
-        ->check(at_least(0))
+        ->check(between(0, 100))
         ->capture_default_str();
     app.add_option("--momentum", o.train.optimizer.momentum, "SGD momentum")
         ->check(finite_number([](double v) { return v >= 0.0 && v < 1.0; }, "a number of at least 0 and below 1",
                               "[0 - 1)"))
         ->capture_default_str();
     app.add_option("--weight-decay", o.train.optimizer.weight_decay, "L2 weight decay of weights")
-        ->check(at_least(0))
+        ->check(between(0, 1))
         ->capture_default_str();
     app.add_flag("--summary", o.summary, "print the layers and the training graph, then exit");
     app.add_option("--device", o.device,

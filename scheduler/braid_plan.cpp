@@ -333,7 +333,7 @@ int main(int argc, char** argv) {
                    "override the file's")
         ->excludes(net, width, no_aux, profile, fuse, share);
     // A profile carries its own graph: nothing that builds or sizes one applies.
-    for (CLI::Option* o : {net, batch, image, classes, width, no_aux, fuse, share, bucket}) o->excludes(profile);
+    for (CLI::Option* sizing : {net, batch, image, classes, width, no_aux, fuse, share, bucket}) sizing->excludes(profile);
     CLI::Option* device = app.add_option("--device", o.device, std::string(braid::cli::device_help) +
                                                                   "; default: the profile's, else h200");
     braid::cli::add_deprecated(app, "--device-json", o.device_json, "--device FILE", device);

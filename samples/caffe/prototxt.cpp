@@ -9,6 +9,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -283,13 +284,22 @@ private:
                  static_cast<std::uint32_t>(dims[2]), static_cast<std::uint32_t>(dims[3])};
         if (options_.batch) s.n = *options_.batch;
         if (options_.image) s.h = s.w = *options_.image;
-        if (!bounded_elements(s))
-            fail(what + " " + to_string(s) + " has more than 2^40 elements, braid's limit for one tensor");
         return s;
     }
 
+    // The input as the net will train it (after --batch and --image), within
+    // the limits the tools' --batch and --image have.
     void start(Shape4 images, const std::string& images_blob, const std::vector<std::string>& label_blobs) {
         if (builder_) fail("the net already has an input; braid trains nets with one image input");
+        const std::string input = "the input " + to_string(images);
+        if (images.n > max_input_batch)
+            fail(input + " has a batch of " + std::to_string(images.n) + ", more than " + std::to_string(max_input_batch) +
+                 ", braid's limit (as for --batch)");
+        if (images.h > max_input_side || images.w > max_input_side)
+            fail(input + " is larger than " + std::to_string(max_input_side) + " pixels on a side, braid's limit (as for --image)");
+        if (images.c > max_outputs)
+            fail(input + " has more than " + std::to_string(max_outputs) + " channels, braid's limit");
+        if (!bounded_elements(images)) fail(input + " has more than 2^40 elements, braid's limit for one tensor");
         try {
             builder_.emplace(net_name_, images);
         } catch (const ShapeError& e) {
@@ -494,7 +504,10 @@ private:
     float bias_value(const cf::ConvolutionParameter& p) {
         if (!p.bias_term() || !p.has_bias_filler()) return 0.0f;
         const cf::FillerParameter& f = p.bias_filler();
-        if (f.type() == "constant") return f.value();
+        if (f.type() == "constant") {
+            if (!std::isfinite(f.value())) fail("bias_filler's value must be finite, got " + std::to_string(f.value()));
+            return f.value();
+        }
         note("bias filler " + f.type(), "bias_filler \"" + f.type() + "\" is not one of braid's; those biases start at 0");
         return 0.0f;
     }
@@ -622,7 +635,7 @@ private:
         const float fraction = p.moving_average_fraction();
         if (!(fraction >= 0.0f && fraction < 1.0f))
             fail("moving_average_fraction must be in [0, 1), got " + std::to_string(fraction));
-        if (!(p.eps() > 0.0f)) fail("eps must be positive");
+        if (!(p.eps() > 0.0f) || !std::isfinite(p.eps())) fail("eps must be a finite number > 0, got " + std::to_string(p.eps()));
         PendingBatchNorm pending{l.name, l.line, tensor(l.bottoms[0]), BatchNormConfig{p.eps(), 1.0f - fraction}};
         // In place, the top shadows the bottom until the Scale reads it.
         blobs_.erase(l.tops[0]);
@@ -691,7 +704,8 @@ private:
         if (options_.classes && !resized_.count(l.bottoms[0]))
             fail("--classes needs the scores '" + l.bottoms[0] + "' to come straight from an InnerProduct");
         const float weight = l.loss_weight.value_or(1.0f);
-        if (!(weight > 0.0f)) fail("loss_weight must be positive, got " + std::to_string(weight));
+        if (!(weight > 0.0f) || !std::isfinite(weight))
+            fail("loss_weight must be a finite number > 0, got " + std::to_string(weight));
         if (l.tops.size() > 1) fail("braid's loss has one top");
         has_loss_ = true;
         const TensorId t = guarded([&] { return builder_->softmax_loss(l.name, logits, SoftmaxLossConfig{weight}); });

@@ -18,6 +18,11 @@
 
 namespace braid::samples {
 
+// The largest input a file may declare once --batch and --image apply: the
+// same limits as the tools' --batch and --image (braid-train asserts it).
+inline constexpr std::uint32_t max_input_batch = 1u << 20;
+inline constexpr std::uint32_t max_input_side = 8192;
+
 // What the command line puts over the file.
 struct PrototxtOptions {
     std::optional<std::uint32_t> batch;    // the input's N

@@ -11,7 +11,8 @@ namespace braid::samples {
 
 BatchNorm2d::BatchNorm2d(Shape4 input, BatchNormConfig cfg) : config(cfg), in(input) {
     if (in.elements() == 0) throw ShapeError("batch norm: empty input " + to_string(in));
-    if (!(cfg.epsilon > 0.0f)) throw ShapeError("batch norm: epsilon must be > 0");
+    if (!(cfg.epsilon > 0.0f) || !std::isfinite(cfg.epsilon))
+        throw ShapeError("batch norm: epsilon must be a finite number > 0, got " + std::to_string(cfg.epsilon));
     if (!(cfg.momentum >= 0.0f && cfg.momentum <= 1.0f)) throw ShapeError("batch norm: momentum must be in [0, 1]");
 }
 

@@ -10,7 +10,12 @@ namespace braid::samples {
 Lrn::Lrn(Shape4 input, LrnConfig cfg) : PerImageUnaryLayer{input}, config(cfg) {
     if (in.elements() == 0) throw ShapeError("lrn: empty input " + to_string(in));
     if (cfg.size == 0 || cfg.size % 2 == 0) throw ShapeError("lrn: size must be odd, got " + std::to_string(cfg.size));
-    if (!(cfg.k > 0.0f)) throw ShapeError("lrn: k must be > 0");
+    // k + alpha/size * sum(x^2) is raised to -beta: the base must stay
+    // positive and every constant finite, or training turns to NaN.
+    if (!(cfg.k > 0.0f) || !std::isfinite(cfg.k)) throw ShapeError("lrn: k must be a finite number > 0, got " + std::to_string(cfg.k));
+    if (!(cfg.alpha >= 0.0f) || !std::isfinite(cfg.alpha))
+        throw ShapeError("lrn: alpha must be a finite number >= 0, got " + std::to_string(cfg.alpha));
+    if (!std::isfinite(cfg.beta)) throw ShapeError("lrn: beta must be a finite number, got " + std::to_string(cfg.beta));
 }
 
 PassWork Lrn::work(Pass p) const {

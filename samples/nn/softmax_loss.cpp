@@ -10,6 +10,8 @@ namespace braid::samples {
 SoftmaxCrossEntropy::SoftmaxCrossEntropy(Shape4 logits, SoftmaxLossConfig cfg) : config(cfg), in(logits), out(logits) {
     if (in.elements() == 0) throw ShapeError("softmax loss: empty input " + to_string(in));
     if (in.image_elements() < 2) throw ShapeError("softmax loss: needs at least 2 classes");
+    if (!(cfg.weight > 0.0f) || !std::isfinite(cfg.weight))
+        throw ShapeError("softmax loss: the weight must be a finite number > 0, got " + std::to_string(cfg.weight));
 }
 
 std::vector<AuxBufferSpec> SoftmaxCrossEntropy::aux_buffers() const {

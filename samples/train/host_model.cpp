@@ -6,6 +6,9 @@
 #include <new>
 #include <sstream>
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include "nn/counter_hash.hpp"
 #include "nn/gradient_sum.hpp"
 #include "train/initial_values.hpp"
@@ -17,6 +20,27 @@ namespace braid::samples {
 namespace {
 
 constexpr std::size_t alignment_bytes = 64;
+
+std::uint64_t aligned_size(std::uint64_t bytes) { return (bytes + alignment_bytes - 1) / alignment_bytes * alignment_bytes; }
+
+// RAM of this machine, or 0 where the system does not say.
+std::uint64_t physical_memory_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+}
+
+// A step larger than the machine is refused before any allocation: with
+// overcommit the allocations succeed and zeroing them meets the OOM killer.
+void check_fits_in_memory(const TrainingGraph& tg) {
+    std::uint64_t need = 0;
+    for (const braid::Buffer& b : tg.graph.buffers())
+        if (!b.parent) need += aligned_size(b.bytes);
+    const std::uint64_t have = physical_memory_bytes();
+    if (have > 0 && need > have)
+        throw braid::Error(fmt::format("the host backend needs {:.1f} GiB for the training step's buffers, more than "
+                                       "this machine's {:.1f} GiB of memory; train a smaller --batch or --image",
+                                       static_cast<double>(need) / (1ull << 30), static_cast<double>(have) / (1ull << 30)));
+}
 
 }  // namespace
 
@@ -30,11 +54,12 @@ std::string format_compared_value(double v) {
 void HostModel::FreeBytes::operator()(std::byte* p) const noexcept { std::free(p); }
 
 HostModel::HostModel(const TrainingGraph& graph) : graph_(graph) {
+    check_fits_in_memory(graph_);
     const auto buffers = graph_.graph.buffers();
     roots_.resize(buffers.size());
     for (const braid::Buffer& b : buffers) {
         if (b.parent) continue;
-        const std::size_t size = (b.bytes + alignment_bytes - 1) / alignment_bytes * alignment_bytes;
+        const std::size_t size = aligned_size(b.bytes);
         auto* p = static_cast<std::byte*>(std::aligned_alloc(alignment_bytes, size));
         if (!p) throw std::bad_alloc();
         std::memset(p, 0, size);

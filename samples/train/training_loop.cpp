@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "braid/error.hpp"
@@ -16,9 +17,18 @@ int run_training_loop(const TrainingLoop& loop) {
     for (std::uint32_t it = 1; it <= n; ++it) {
         const double ms = loop.iterate_ms();
         if (it > 1 || n == 1) steady_ms += ms;
+        const double loss = loop.loss();
         fmt::print("iteration {:>{}}/{}  loss {:.6f}  {:.{}f} ms  {:.1f} images/s\n", it, std::to_string(n).size(), n,
-                   loop.loss(), ms, digits, loop.batch / (ms * 1e-3));
+                   loss, ms, digits, loop.batch / (ms * 1e-3));
         std::fflush(stdout);
+        if (!std::isfinite(loss)) {
+            fmt::print(stderr,
+                       "training diverged: the loss of iteration {} is {}; every later step would train on it. A "
+                       "smaller --lr, or finite, smaller constants in the net (loss weights, LRN, batch norm eps), "
+                       "keep it finite\n",
+                       it, loss);
+            return 1;
+        }
     }
     const std::uint32_t timed = n > 1 ? n - 1 : 1;
     fmt::print("mean over iteration{} {}: {:.{}f} ms per iteration, {:.1f} images/s{}\n", timed > 1 ? "s" : "",

@@ -29,7 +29,8 @@ struct TrainingLoop {
 };
 
 // Prints the run as the header says; 0, or 1 when the check finds a
-// difference. Throws braid::Error when iterate_ms or loss is missing.
+// difference or a loss is not finite (the run stops there: the weights
+// are lost). Throws braid::Error when iterate_ms or loss is missing.
 int run_training_loop(const TrainingLoop& loop);
 
 }  // namespace braid::samples

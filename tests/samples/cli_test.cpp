@@ -90,11 +90,13 @@ TEST_CASE("braid-train rejects bad arguments with a clear error") {
     check_fails("--net resnet18 --image 100000", "--image: must be a number from 1 to 8192, got '100000'");
     check_fails("--net resnet18 --max-streams 100000 --dry-run", "--max-streams: must be a number from 1 to 128");
     // SGD settings: finite, and where training can converge.
-    check_fails("--net resnet18 --lr nan", "--lr: must be a number of at least 0, got 'nan'");
-    check_fails("--net resnet18 --lr -1e30", "--lr: must be a number of at least 0, got '-1e30'");
+    check_fails("--net resnet18 --lr nan", "--lr: must be a number from 0 to 100, got 'nan'");
+    check_fails("--net resnet18 --lr -1e30", "--lr: must be a number from 0 to 100, got '-1e30'");
+    check_fails("--net resnet18 --lr 1e300", "--lr: must be a number from 0 to 100, got '1e300'");
     check_fails("--net resnet18 --momentum inf", "--momentum: must be a number of at least 0 and below 1, got 'inf'");
     check_fails("--net resnet18 --momentum 1", "--momentum: must be a number of at least 0 and below 1, got '1'");
-    check_fails("--net resnet18 --weight-decay -0.1", "--weight-decay: must be a number of at least 0, got '-0.1'");
+    check_fails("--net resnet18 --weight-decay -0.1", "--weight-decay: must be a number from 0 to 1, got '-0.1'");
+    check_fails("--net resnet18 --weight-decay 1e300", "--weight-decay: must be a number from 0 to 1, got '1e300'");
     // An empty value (an unset shell variable) is refused, not taken as the option left out.
     for (const char* option : {"--plan-out", "--device", "--calibration", "--strategy", "--prototxt", "--profile-out"}) {
         CAPTURE(option);

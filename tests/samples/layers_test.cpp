@@ -516,6 +516,28 @@ TEST_CASE("softmax cross-entropy: loss, weighted mean, gradient") {
                          doctest::Contains("image 1 has label 5"), ShapeError);
 }
 
+TEST_CASE("layer constants must be finite: inf or NaN would turn the whole training step to NaN") {
+    const Shape4 in{2, 4, 3, 3};
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    CHECK_NOTHROW(Lrn(in, LrnConfig{3, 0.0f, 0.75f, 1.0f}));
+    CHECK_THROWS_WITH_AS(Lrn(in, LrnConfig{3, nan, 0.75f, 1.0f}), "lrn: alpha must be a finite number >= 0, got nan", ShapeError);
+    CHECK_THROWS_WITH_AS(Lrn(in, LrnConfig{3, inf, 0.75f, 1.0f}), "lrn: alpha must be a finite number >= 0, got inf", ShapeError);
+    CHECK_THROWS_WITH_AS(Lrn(in, LrnConfig{3, -1e-4f, 0.75f, 1.0f}), doctest::Contains("alpha must be"), ShapeError);
+    CHECK_THROWS_WITH_AS(Lrn(in, LrnConfig{3, 1e-4f, -inf, 1.0f}), "lrn: beta must be a finite number, got -inf", ShapeError);
+    CHECK_THROWS_WITH_AS(Lrn(in, LrnConfig{3, 1e-4f, 0.75f, inf}), "lrn: k must be a finite number > 0, got inf", ShapeError);
+    CHECK_THROWS_WITH_AS(BatchNorm2d(in, BatchNormConfig{inf, 0.1f}),
+                         "batch norm: epsilon must be a finite number > 0, got inf", ShapeError);
+    CHECK_THROWS_WITH_AS(SoftmaxCrossEntropy(Shape4{2, 5, 1, 1}, SoftmaxLossConfig{nan}),
+                         "softmax loss: the weight must be a finite number > 0, got nan", ShapeError);
+    CHECK_THROWS_WITH_AS(SoftmaxCrossEntropy(Shape4{2, 5, 1, 1}, SoftmaxLossConfig{inf}),
+                         "softmax loss: the weight must be a finite number > 0, got inf", ShapeError);
+    ConvConfig conv{8, 3, 1, 1, 1, true};
+    conv.bias_init = 0.2f;
+    CHECK_NOTHROW(Conv2d(in, conv));
+    conv.bias_init = nan;
+    CHECK_THROWS_WITH_AS(Conv2d(in, conv), "convolution: the bias must start at a finite value, got nan", ShapeError);
+}
+
 TEST_CASE("SGD with momentum and weight decay") {
     const SgdConfig sgd{0.1f, 0.9f, 0.01f};
     std::vector<float> w{1.0f, -2.0f}, g{0.5f, 0.25f}, v{0.2f, 0.0f};

@@ -292,13 +292,67 @@ TEST_CASE("numbers past braid's limits are refused naming the field, before anyt
           "must not lie wholly in the padding)");
     CHECK(error_of([] {
               parse(small_with("dim: 2 dim: 3 dim: 16 dim: 16", "dim: 16777216 dim: 16777216 dim: 16777216 dim: 16777216"));
-          }) == "net.prototxt:2: layer 'data' (input): input 'data' 16777216x16777216x16777216x16777216 has more than "
-                "2^40 elements, braid's limit for one tensor");
+          }) == "net.prototxt:2: layer 'data' (input): the input 16777216x16777216x16777216x16777216 has a batch of "
+                "16777216, more than 1048576, braid's limit (as for --batch)");
+    // The input is held to --batch's and --image's limits, after they apply.
+    CHECK(error_of([] { parse(small_with("dim: 2 dim: 3 dim: 16 dim: 16", "dim: 2 dim: 3 dim: 100000 dim: 16")); }) ==
+          "net.prototxt:2: layer 'data' (input): the input 2x3x100000x16 is larger than 8192 pixels on a side, "
+          "braid's limit (as for --image)");
+    PrototxtOptions small_image;
+    small_image.image = 16;
+    CHECK(parse(small_with("dim: 2 dim: 3 dim: 16 dim: 16", "dim: 2 dim: 3 dim: 100000 dim: 16"), small_image)
+              .network.input_shape() == Shape4{2, 3, 16, 16});
+    CHECK(error_of([] { parse(small_with("dim: 2 dim: 3 dim: 16 dim: 16", "dim: 2 dim: 2000000 dim: 16 dim: 16")); }) ==
+          "net.prototxt:2: layer 'data' (input): the input 2x2000000x16x16 has more than 1048576 channels, braid's "
+          "limit");
+    const std::string data_layer =
+        "name: \"d\"\nlayer { name: \"data\" type: \"Data\" top: \"data\" top: \"label\" "
+        "transform_param { crop_size: 16 } data_param { batch_size: 2000000 } }\n" +
+        std::string(small_current).substr(std::string(small_current).find("layer {"));
+    CHECK(error_of([&] { parse(data_layer); }) ==
+          "net.prototxt:2: layer 'data' (Data): the input 2000000x3x16x16 has a batch of 2000000, more than 1048576, "
+          "braid's limit (as for --batch)");
     CHECK(error_of([] {
               parse(replaced(small_with("dim: 2 dim: 3 dim: 16 dim: 16", "dim: 1024 dim: 3 dim: 1024 dim: 1024"),
                              "num_output: 8", "num_output: 2048"));
           }) == "net.prototxt:6: layer 'conv' (Convolution): its output 1024x2048x1024x1024 has more than 2^40 elements, "
                 "braid's limit for one tensor");
+}
+
+TEST_CASE("layer constants that are not finite are refused naming the field, before training turns to NaN") {
+    CHECK(error_of([] { parse(small_with("top: \"loss\" }", "top: \"loss\" loss_weight: inf }")); }) ==
+          "net.prototxt:11: layer 'loss' (SoftmaxWithLoss): loss_weight must be a finite number > 0, got inf");
+    CHECK(error_of([] { parse(small_with("top: \"loss\" }", "top: \"loss\" loss_weight: nan }")); }) ==
+          "net.prototxt:11: layer 'loss' (SoftmaxWithLoss): loss_weight must be a finite number > 0, got nan");
+    CHECK(error_of([] {
+              parse(small_with("weight_filler { type: \"xavier\" }",
+                               "weight_filler { type: \"xavier\" } bias_filler { type: \"constant\" value: -inf }"));
+          }) == "net.prototxt:6: layer 'conv' (Convolution): bias_filler's value must be finite, got -inf");
+    const auto lrn = [](const std::string& params) {
+        return small_with("layer { name: \"pool\"",
+                          "layer { name: \"norm\" type: \"LRN\" bottom: \"conv\" top: \"conv\" lrn_param { " + params +
+                              " } }\nlayer { name: \"pool\"");
+    };
+    CHECK(parse(lrn("local_size: 5 alpha: 0.0001 beta: 0.75")).network.layers().size() == 6);
+    CHECK(error_of([&] { parse(lrn("local_size: 5 alpha: nan")); }) ==
+          "net.prototxt:9: network 'small', layer 'norm': lrn: alpha must be a finite number >= 0, got nan");
+    CHECK(error_of([&] { parse(lrn("local_size: 5 alpha: -1")); }) ==
+          "net.prototxt:9: network 'small', layer 'norm': lrn: alpha must be a finite number >= 0, got -1.000000");
+    CHECK(error_of([&] { parse(lrn("local_size: 5 beta: inf")); }) ==
+          "net.prototxt:9: network 'small', layer 'norm': lrn: beta must be a finite number, got inf");
+    CHECK(error_of([&] { parse(lrn("local_size: 5 k: inf")); }) ==
+          "net.prototxt:9: network 'small', layer 'norm': lrn: k must be a finite number > 0, got inf");
+    const auto batch_norm = [](const std::string& eps) {
+        return small_with("layer { name: \"relu\"",
+                          "layer { name: \"bn\" type: \"BatchNorm\" bottom: \"conv\" top: \"conv\" batch_norm_param { "
+                          "eps: " + eps + " } }\nlayer { name: \"sc\" type: \"Scale\" bottom: \"conv\" top: \"conv\" "
+                          "scale_param { bias_term: true } }\nlayer { name: \"relu\"");
+    };
+    CHECK(parse(batch_norm("0.00001")).network.layers().size() == 6);
+    CHECK(error_of([&] { parse(batch_norm("inf")); }) ==
+          "net.prototxt:8: layer 'bn' (BatchNorm): eps must be a finite number > 0, got inf");
+    CHECK(error_of([&] { parse(batch_norm("nan")); }) ==
+          "net.prototxt:8: layer 'bn' (BatchNorm): eps must be a finite number > 0, got nan");
 }
 
 TEST_CASE("the fuzz corpus and regressions of the prototxt reader load, or are refused with a braid::Error") {

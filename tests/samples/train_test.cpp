@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "near_host.hpp"
@@ -13,6 +14,7 @@
 #include "train/host_model.hpp"
 #include "train/net_settings.hpp"
 #include "train/synthetic_data.hpp"
+#include "train/training_loop.hpp"
 
 using namespace samples_test;
 
@@ -298,6 +300,39 @@ TEST_CASE("a failing body is reported with its op") {
     CHECK_THROWS_WITH_AS(run_serial(tg.graph, bodies), "op 'fc.forward': out of paper", braid::ExecutionError);
     bodies.pop_back();
     CHECK_THROWS_AS(run_serial(tg.graph, bodies), braid::ExecutionError);
+}
+
+TEST_CASE("a loss that is not finite stops the training loop and fails the run") {
+    for (const double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+        CAPTURE(bad);
+        int iterations = 0;
+        TrainingLoop loop;
+        loop.iterations = 5;
+        loop.batch = 8;
+        loop.iterate_ms = [&] { return ++iterations, 1.0; };
+        loop.loss = [&] { return iterations == 2 ? bad : 2.3; };
+        CHECK(run_training_loop(loop) == 1);
+        CHECK(iterations == 2);
+    }
+    int iterations = 0;
+    TrainingLoop fine;
+    fine.iterations = 3;
+    fine.batch = 8;
+    fine.iterate_ms = [&] { return ++iterations, 1.0; };
+    fine.loss = [] { return 2.3; };
+    CHECK(run_training_loop(fine) == 0);
+    CHECK(iterations == 3);
+}
+
+TEST_CASE("a step larger than the machine's memory is refused before the host backend allocates it") {
+    TrainConfig huge = small("resnet18", 0);
+    huge.model.batch = 1u << 20;
+    huge.model.image = 1024;
+    huge.model.width_scale = 1.0;
+    const TrainingGraph tg = build_training_graph(huge);
+    REQUIRE(tg.allocated_bytes() > (std::uint64_t{1} << 50));  // a petabyte: more than any host
+    CHECK_THROWS_WITH_AS(HostModel{tg}, doctest::Contains("GiB for the training step's buffers, more than this machine's"),
+                         braid::Error);
 }
 
 // The argument behind gpu_train_test.cpp's bound, checked without a GPU: two
