@@ -74,7 +74,9 @@ int main(int argc, char** argv) {
     // --device names a GPU model in the other tools; here it was the ordinal.
     braid::cli::add_deprecated(app, "--device", opt.device, "--gpu (--device names a GPU model in the other tools)", gpu,
                                CLI::Range(0, 1023));
-    app.add_option("--warmup", opt.warmup, "warm-up iterations (not measured)")->capture_default_str();
+    app.add_option("--warmup", opt.warmup, "warm-up iterations (not measured)")
+        ->check(CLI::Range(0u, 100000u))
+        ->capture_default_str();
     app.add_option("--iters", opt.iters, "measured iterations")->check(CLI::Range(1u, 100000u))->capture_default_str();
     CLI::Option* profile_out =
         app.add_option("--profile-out", opt.out_profile, "where to write the profile")->capture_default_str();
@@ -85,7 +87,7 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember(braid::strategy_names()))
         ->capture_default_str();
     app.add_option("--max-streams", opt.max_streams, "most streams the plan may use")
-        ->check(CLI::Range(1u, 1024u))
+        ->check(CLI::Range(1u, braid::cli::max_streams))
         ->capture_default_str();
     app.add_option("--mode", opt.mode, "how the plan is to run: graph (one captured CUDA graph) or eager (launch by launch)")
         ->check(CLI::IsMember({"graph", "eager"}))

@@ -37,6 +37,7 @@
 #include "cuda/gpu_program.hpp"
 #include "train/net_settings.hpp"
 #include "train/training_graph.hpp"
+#include "vocabulary.hpp"
 
 namespace {
 
@@ -147,6 +148,17 @@ Work work_of(const Options& o) {
         if (row.plan != "serial" && row.plan != "nimble") row.plan = relative_to((w.m.folder / row.plan).string(), out_folder);
     }
     w.m.folder = out_folder;
+    // The file written must not be one that is read: the measurements, a profile, a plan.
+    std::vector<std::pair<std::string, std::string>> inputs;
+    if (!o.in.empty()) inputs.emplace_back("the measurements file", o.in);
+    for (const braid::MeasuredRow& row : w.m.rows) {
+        inputs.emplace_back("profile '" + row.profile + "'", (w.m.folder / row.profile).string());
+        if (row.plan != "serial" && row.plan != "nimble")
+            inputs.emplace_back("plan '" + row.plan + "'", (w.m.folder / row.plan).string());
+    }
+    for (const auto& input : inputs)
+        if (const std::string why = braid::cli::same_file_problem({{"--measurements-out", o.out}, input}); !why.empty())
+            throw braid::Error(why);
     // Each profile once: the graph braid builds today must be the one it ran, with the kernels the rows name, on one GPU.
     std::map<std::string, std::string> profiles;  // file -> its device
     for (std::size_t i = 0; i < w.m.rows.size(); ++i) {

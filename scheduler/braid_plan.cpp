@@ -187,6 +187,12 @@ int run(const Options& o) {
         return 0;
     }
     braid::check_strategy_name(o.strategy);  // before the (slow) planning
+    const auto [plan_path, trace_path, svg_path] = output_paths(o);
+    for (const auto& [option, path] : {std::pair{o.plan_file.empty() ? "--out" : "--plan-out", plan_path},
+                                       std::pair{o.trace_file.empty() ? "--out" : "--trace-out", trace_path},
+                                       std::pair{o.svg_file.empty() ? "--out" : "--svg-out", svg_path}})
+        if (const std::string why = braid::cli::output_path_problem(option, path, true); !why.empty())
+            throw braid::Error(why);
 
     const Problem p = load_problem(o);
     const braid::OpGraph& g = p.graph();
@@ -202,7 +208,6 @@ int run(const Options& o) {
     const braid::sim::Result& result = chosen.simulated.result;
     const std::set<braid::OpId> critical(cmp.bound.critical_ops.begin(), cmp.bound.critical_ops.end());
 
-    const auto [plan_path, trace_path, svg_path] = output_paths(o);
     write_file(plan_path, braid::to_json(chosen.plan, g).dump(2) + "\n");
     write_file(trace_path, braid::sim::chrome_trace(program, result, "predicted " + p.device.key).dump() + "\n");
     braid::TimelineSvgOptions so;

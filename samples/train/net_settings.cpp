@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <variant>
+
+#include <fmt/format.h>
 
 #include "train/training_graph.hpp"
 
@@ -23,13 +26,30 @@ braid::ProfileSettings net_settings(const NetConfig& c) {
 
 namespace {
 
+// What a setting holds, in the words of its JSON.
+const char* kind_of(const braid::ProfileSetting& v) {
+    constexpr const char* kinds[] = {"a whole number", "a number with a fraction", "true or false", "a string"};
+    return kinds[v.index()];
+}
+
 template <class T>
 const T* setting(const braid::ProfileSettings& s, const std::string& name) {
     auto it = s.find(name);
     if (it == s.end()) return nullptr;
     const T* v = std::get_if<T>(&it->second);
-    if (!v) throw braid::Error("network setting '" + name + "' has the wrong type");
+    if (!v)
+        throw braid::Error("network setting '" + name + "' must be " + kind_of(braid::ProfileSetting{T{}}) + ", got " +
+                           kind_of(it->second));
     return v;
+}
+
+// A number, whole or not ("width_scale": 1 is 1.0).
+std::optional<double> number_setting(const braid::ProfileSettings& s, const std::string& name) {
+    auto it = s.find(name);
+    if (it == s.end()) return std::nullopt;
+    if (const auto* whole = std::get_if<std::int64_t>(&it->second)) return static_cast<double>(*whole);
+    if (const auto* real = std::get_if<double>(&it->second)) return *real;
+    throw braid::Error("network setting '" + name + "' must be a number, got " + kind_of(it->second));
 }
 
 std::uint32_t positive(const braid::ProfileSettings& s, const std::string& name, std::uint32_t fallback,
@@ -63,8 +83,9 @@ std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& 
     c.batch = positive(s, "batch", c.batch, 1 << 20);
     c.image = positive(s, "image", c.image, 8192);
     c.classes = positive(s, "classes", c.classes, 1 << 24);
-    if (const double* w = setting<double>(s, "width_scale")) {
-        if (!(*w > 0.0 && *w <= 64.0)) throw braid::Error("network setting 'width_scale' must be in (0, 64]");
+    if (const std::optional<double> w = number_setting(s, "width_scale")) {
+        if (!(*w > 0.0 && *w <= 64.0))
+            throw braid::Error("network setting 'width_scale' must be in (0, 64], got " + fmt::format("{}", *w));
         c.width_scale = *w;
     }
     if (const bool* no_aux = setting<bool>(s, "no_aux")) c.aux_classifiers = !*no_aux;

@@ -318,6 +318,19 @@ TEST_CASE("device JSON: round trip and errors that name the field") {
     CHECK(error_of([&] { (void)device_from_json(j); }) ==
           "$.peak_bf16_tflops: device 'h100': peak_bf16_tflops must be 0 (no such tensor cores) or >= 0.01 (far below "
           "any GPU)");
+    // Names are printed: control characters (an escape sequence, a newline) are refused, unprinted.
+    j = to_json(find_device("h100"));
+    j["name"] = "H100\u001b[2J\nrm -rf";
+    CHECK(error_of([&] { (void)device_from_json(j); }) ==
+          "$.name: device name: must be printable text of at most 256 bytes, without control characters");
+    j["name"] = std::string(257, 'x');
+    CHECK(error_of([&] { (void)device_from_json(j); }).rfind("$.name: device name: must be printable", 0) == 0);
+    j["name"] = "NVIDIA H100 80GB HBM3 — ünïcode is text";
+    CHECK(device_from_json(j).name == "NVIDIA H100 80GB HBM3 — ünïcode is text");
+    j = to_json(find_device("h100"));
+    j["key"] = "h\t100";
+    CHECK(error_of([&] { (void)device_from_json(j); }) ==
+          "$.key: device key: must be printable text of at most 256 bytes, without control characters");
     j = to_json(find_device("h100"));
     j["max_threads_per_block"] = 1000;
     CHECK(error_of([&] { (void)device_from_json(j); }) ==

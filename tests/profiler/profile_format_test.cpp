@@ -139,6 +139,13 @@ TEST_CASE("malformed profiles are rejected with the path of the bad field") {
               j["ops"].push_back(j["ops"][0]);
               j["ops"].back()["name"] = "extra";
           }) == "$.ops[" + std::to_string(good["ops"].size()) + "].name: 'extra' is not an op of the embedded graph");
+    // Each measured op is the graph's op: same kind, same layer.
+    CHECK(broken([](json& j) { j["ops"][1]["kind"] = "update"; }) ==
+          "$.ops[1].kind: op '" + good["ops"][1]["name"].get<std::string>() + "' is a update op here, a " +
+              good["ops"][1]["kind"].get<std::string>() + " op in the embedded graph");
+    CHECK(broken([](json& j) { j["ops"][1]["layer"] = "elsewhere"; }) ==
+          "$.ops[1].layer: op '" + good["ops"][1]["name"].get<std::string>() + "' is of layer 'elsewhere' here, of layer '" +
+              good["ops"][1]["layer"].get<std::string>() + "' in the embedded graph");
     CHECK(broken([](json& j) { j["unattributed"][0]["total_ns"] = -1.0; }) ==
           "$.unattributed[0].total_ns: must be a finite number from 0 to 1e12 ns, got -1.0");
     CHECK(broken([](json& j) { j["ops"][3]["kernels"][0]["duration_ns"]["max"] = 1e300; }) ==

@@ -272,9 +272,9 @@ TEST_CASE("measurements files: errors name the file, the row and the field") {
     nlohmann::json said = braid::detail::load_json_file(profile);
     said["run"]["settings"] = {{"net", "resnet50"}, {"batch", 8}, {"image", 224}, {"classes", 1000}, {"width_scale", 1.0}};
     const std::string said_profile = write_temp("said.profile.json", said.dump());
-    const auto row_of = [&](const std::string& network) {
+    const auto row_of = [&](const std::string& settings) {
         return "{\"label\": \"r\", \"profile\": \"" + said_profile +
-               "\", \"plan\": \"serial\", \"mode\": \"graph\", \"ms\": [1], \"network\": " + network + "}";
+               "\", \"plan\": \"serial\", \"mode\": \"graph\", \"ms\": [1], \"network\": " + settings + "}";
     };
     const std::string same = write_temp(
         "same.json", doc(row_of("{\"net\": \"resnet50\", \"batch\": 8, \"image\": 224, \"width_scale\": 1}")));

@@ -486,7 +486,9 @@ TEST_CASE("braid-profile --net: braid-train's network options, errors before the
                    {{"--net resnet50 --conv-api fast", "--conv-api: fast not in {legacy,graph}"},
                     {"--net resnet50 --batch-norm auto", "--batch-norm: auto not in {own,cudnn}"},
                     {"--net resnet50 --layout auto", "--layout: auto not in {nchw,nhwc}"},
-                    {"--layout nhwc", "--layout chooses how a bundled net's activations lie"}});
+                    {"--layout nhwc", "--layout chooses how a bundled net's activations lie"},
+                    {"--warmup 4294967295", "--warmup: Value 4294967295 not in range 0 to 100000"},
+                    {"--max-streams 1024", "--max-streams: Value 1024 not in range 1 to 128"}});
     // Inception-v3's default is 299x299 here too: 224 would fail to build before any GPU is looked for.
     const std::filesystem::path v3_out =
         std::filesystem::temp_directory_path() / ("braid-cli-v3-" + std::to_string(getpid()) + ".profile.json");
@@ -674,6 +676,14 @@ TEST_CASE("braid-measure: a fresh data set from profiles, its rows checked befor
             if (row.plan != "serial" && row.plan != "nimble") CHECK(std::filesystem::is_regular_file(m.folder / row.plan));
         }
     }
+    // The file written may not be one it reads: the profile, its plan, or the measurements.
+    for (const std::string& input : {std::string("r8.profile.json"), std::string("r8.plan.json")}) {
+        const Run over = measure("--profiles " + (dir / "r8.profile.json").string() + " --rounds 1 -o " + (dir / input).string());
+        CAPTURE(over.output);
+        CHECK(over.status == 1);
+        CHECK(over.output.find("--measurements-out and ") != std::string::npos);
+        CHECK(over.output.find("are the same file ('" + (dir / input).string() + "')") != std::string::npos);
+    }
     // Kernel settings are measured as profiled; a value braid has no kernels for is refused.
     profile["run"]["settings"]["conv_api"] = "frontend";
     std::ofstream(dir / "k.profile.json") << profile.dump();
@@ -699,6 +709,11 @@ TEST_CASE("braid-measure: a fresh data set from profiles, its rows checked befor
     CHECK(other.output.find("measurements row 0 ('serial'): its kernel settings (conv_api graph, batch_norm own, "
                             "layout nchw) are not the ones profile") != std::string::npos);
     CHECK(other.output.find("ran with (conv_api legacy, batch_norm own, layout nchw)") != std::string::npos);
+    const Run onto_itself = measure((dir / "rows.json").string() + " -o " + (dir / "rows.json").string());
+    CAPTURE(onto_itself.output);
+    CHECK(onto_itself.status == 1);
+    CHECK(onto_itself.output.find("--measurements-out and the measurements file are the same file ('" +
+                                  (dir / "rows.json").string() + "')") != std::string::npos);
     // A plan made for another graph is refused, naming the row.
     std::filesystem::copy_file(data + "plans/googlenet-noaux-b32-braid-roofline-graph.plan.json", dir / "r8.plan.json",
                                std::filesystem::copy_options::overwrite_existing);

@@ -230,7 +230,23 @@ TEST_CASE("a profile's network settings say whether ReLUs are fused and sums sha
                          doctest::Contains("kernel setting 'layout' is 'chwn', not 'nchw' or 'nhwc'"), braid::Error);
     kernels.erase("layout");
     kernels["conv_api"] = std::int64_t{1};
-    CHECK_THROWS_WITH_AS(kernel_settings_from(kernels), doctest::Contains("'conv_api' has the wrong type"),
+    CHECK_THROWS_WITH_AS(kernel_settings_from(kernels), "network setting 'conv_api' must be a string, got a whole number",
+                         braid::Error);
+    kernels.erase("conv_api");
+    // A whole width scale is a number too, as JSON writes 1.0.
+    kernels["width_scale"] = std::int64_t{2};
+    REQUIRE(net_config_from_settings(kernels));
+    CHECK(net_config_from_settings(kernels)->width_scale == 2.0);
+    kernels["width_scale"] = std::int64_t{65};
+    CHECK_THROWS_WITH_AS(net_config_from_settings(kernels), "network setting 'width_scale' must be in (0, 64], got 65",
+                         braid::Error);
+    kernels["width_scale"] = std::string("half");
+    CHECK_THROWS_WITH_AS(net_config_from_settings(kernels),
+                         "network setting 'width_scale' must be a number, got a string", braid::Error);
+    kernels["width_scale"] = 0.5;
+    kernels["batch"] = 4.5;
+    CHECK_THROWS_WITH_AS(net_config_from_settings(kernels), "network setting 'batch' must be a whole number, got a number "
+                                                            "with a fraction",
                          braid::Error);
 }
 

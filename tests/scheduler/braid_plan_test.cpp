@@ -225,6 +225,13 @@ TEST_CASE("braid-plan: bad arguments give clear errors and a non-zero exit") {
     r = run_tool("--batch 0");
     CHECK(r.status != 0);
     CHECK(r.output.find("--batch") != std::string::npos);
+    // Outputs that cannot be written are refused before planning, naming the option.
+    r = run_tool("--out /etc/passwd");
+    CHECK(r.status != 0);
+    CHECK(r.output.find("--out: cannot write '/etc/passwd/plan.json': '/etc/passwd' is not a folder") != std::string::npos);
+    r = run_tool("--out /proc/x");
+    CHECK(r.status != 0);
+    CHECK(r.output.find("--out: cannot write '/proc/x/plan.json': cannot make folder '/proc/x'") != std::string::npos);
     r = run_tool("--strategy fastest");
     CHECK(r.status != 0);
     CHECK(r.output.find("unknown strategy 'fastest'") != std::string::npos);

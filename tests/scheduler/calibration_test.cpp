@@ -659,6 +659,13 @@ TEST_CASE("timed op bodies: profiles predict eager runs with them, and fits lear
     nets[0].estimates = estimates;
     nets[0].profiled_iteration_ns = 1e9;  // the profiled run's length says nothing more: its bodies were timed
     CHECK(profiled_launch_ns(t.graph, dev, nets[0].profiled, nets[0].profiled_iteration_ns, sim::Params{}) == 0.0);
+    // Without timed bodies, a profiled run far longer than its launches could take gets the
+    // longest launch the simulator accepts, not an error about sim::Params.
+    OpCosts untimed = nets[0].profiled;
+    for (OpCost& op : untimed) op.host_ns = -1.0;
+    const double longest = profiled_launch_ns(t.graph, dev, untimed, 9e11, sim::Params{});
+    CHECK(longest == sim::most_latency_ns);
+    CHECK(profiled_launch_ns(t.graph, dev, untimed, 1e6, sim::Params{}) < longest);
 
     // "Measured": a plain run costs the host 0.6 of what CUPTI saw.
     const CalibrationRow row = serial_eager_row(t, nets, 0.6);

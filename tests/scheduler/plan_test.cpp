@@ -396,7 +396,9 @@ TEST_CASE("strategy options are typed and round-trip through JSON; bad ones name
     CHECK(strategy::nimble(t.graph).options.chains == strategy::nimble(t.graph).stream_count());
 
     // Both kinds of choice survive the trip.
-    for (const PlanChoice& choice : {PlanChoice{"nimble", true, {}}, PlanChoice{"", false, ListSchedule{3, 1, 0.75, true, true, true, true}}}) {
+    REQUIRE(b.stream_count() >= 2);
+    const ListSchedule schedule{b.stream_count() - 1, 1, 0.75, true, true, true, true};
+    for (const PlanChoice& choice : {PlanChoice{"nimble", true, {}}, PlanChoice{"", false, schedule}}) {
         Plan p = b;
         p.options.chosen = choice;
         CHECK(plan_from_json(to_json(p, t.graph), t.graph).options.chosen == choice);
@@ -448,6 +450,34 @@ TEST_CASE("strategy options are typed and round-trip through JSON; bad ones name
     j = good;
     j["options"] = 3;
     CHECK(load(j) == "plan.json: $.options: expected an object, got an integer");
+
+    // The record must describe its plan.
+    const std::string n = std::to_string(b.stream_count());
+    j = good;
+    j["options"]["max_streams"] = b.stream_count() - 1;
+    CHECK(load(j) == "plan.json: $.options.max_streams: says at most " + std::to_string(b.stream_count() - 1) +
+                         (b.stream_count() == 2 ? " stream" : " streams") + ", but the plan has " + n);
+    j = good;
+    j["options"]["chains"] = b.stream_count() + 1;
+    CHECK(load(j) == "plan.json: $.options.chains: says " + std::to_string(b.stream_count() + 1) +
+                         " chains (one stream each), but the plan has " + n + " streams");
+    j = good;
+    j["options"]["chosen"]["main_streams"] = 4294967295u;
+    CHECK(load(j).find("plan.json: $.options.chosen: says 4294967295 main + ") == 0);
+    j = good;
+    j["options"]["chosen"]["pin_footprint"] = -1.0;
+    CHECK(load(j) == "plan.json: $.options.chosen.pin_footprint: must be a finite number >= 0 (a share of the GPU), "
+                     "got -1.0");
+    // A plan may not ask for more streams than braid runs.
+    j = good;
+    j["options"].erase("max_streams");
+    j["options"].erase("chosen");
+    j["options"].erase("chosen_description");
+    j["streams"] = nlohmann::json::array();
+    for (std::uint32_t s = 0; s <= Plan::max_stream_count; ++s) j["streams"].push_back({{"priority", 0}});
+    CHECK(load(j) == "plan.json: $.streams: 4097 streams; braid runs at most 4096 (each is a CUDA stream or a host thread)");
+    j["streams"].erase(j["streams"].size() - 1);
+    CHECK(load(j) == "<no error>");
 
     // Options nested 100,000 levels deep (600 KB) are refused before the
     // JSON parser builds anything, at the bracket that goes too deep.

@@ -53,6 +53,12 @@ strategy::BraidResult plan_for_tuning(const TestGraph& t, std::uint32_t top) {
 
 TuneCandidate candidate(std::string name, Plan plan) { return TuneCandidate{std::move(name), std::move(plan), 0.0}; }
 
+// Where tests say their measurements were made.
+MeasuredOn h200_graph() {
+    return MeasuredOn{"NVIDIA H200 (sm_90, 132 SMs)", "13.0", "9.19.0", "13.0.0", "cuda", LaunchMode::graph, 32,
+                      "googlenet: 224x224 images; at most 8 streams"};
+}
+
 }  // namespace
 
 TEST_CASE("complete_top simulates the runners-up to the end and leaves the winner as it was") {
@@ -217,6 +223,15 @@ TEST_CASE("tuning stays within its time budget and reports every candidate") {
     CHECK(few.rounds < 8);
     CHECK_FALSE(few.conclusive);
     CHECK_FALSE(few.switched());
+
+    // No round fits: the favourite comes back with no measurement to record.
+    SimulatedTiming no_time(t.graph, dev, slow, sim::LaunchMode::graph, {}, TimingNoise{}, 0.5e9, 0.0);
+    o.budget_s = 0.5 * static_cast<double>(candidates.size());
+    const TuneResult none = tune(t.graph, candidates, no_time, o);
+    CHECK(none.rounds == 0);
+    const Plan unmeasured = measured_plan(candidates, none, h200_graph());
+    CHECK_FALSE(unmeasured.measured.has_value());
+    CHECK(unmeasured == candidates[0].plan);
 }
 
 TEST_CASE("the median's interval: none from too few samples, order statistics from more") {
@@ -353,7 +368,7 @@ TEST_CASE("candidates the source has no room for are reported, never timed, and 
             CHECK(r.timings[i].declined.empty());
             CHECK_FALSE(r.timings[i].samples_ns.empty());
         }
-    const Plan p = measured_plan(candidates, r, MeasuredOn{});
+    const Plan p = measured_plan(candidates, r, h200_graph());
     REQUIRE(p.measured.has_value());
     CHECK(p.measured->candidates[best].declined == r.timings[best].declined);
     CHECK(p.measured->candidates[best].samples == 0);
@@ -416,11 +431,6 @@ TEST_CASE("candidates the source has no room for are reported, never timed, and 
 
 namespace {
 
-MeasuredOn h200_graph() {
-    return MeasuredOn{"NVIDIA H200 (sm_90, 132 SMs)", "13.0", "9.19.0", "13.0.0", "cuda", LaunchMode::graph, 32,
-                      "googlenet: 224x224 images; at most 8 streams"};
-}
-
 // A tuned plan for the diamond, as tuning on the simulator makes it.
 Plan tuned_diamond(const TestGraph& t) {
     const Plan serial = strategy::serial(t.graph, "h200");
@@ -470,6 +480,23 @@ TEST_CASE("a tuned plan records its measurement, and plan.json keeps it") {
     bad["measured"]["candidates"][0]["spread_pct"] = -1.0;
     CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) ==
           "plan.json: $.measured.candidates[0].spread_pct: must be a finite number >= 0 and at most 1000000.0, got -1.0");
+    bad = j;
+    bad["measured"]["rounds"] = 0;
+    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) == "plan.json: $.measured.rounds: must be >= 1");
+    bad = j;
+    bad["measured"]["candidates"][0]["samples"] = p.measured->rounds + 1;
+    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) ==
+          "plan.json: $.measured.candidates[0].samples: must be from 1 to the " + std::to_string(p.measured->rounds) +
+              " rounds, got " + std::to_string(p.measured->rounds + 1));
+    bad["measured"]["candidates"][0]["samples"] = 0;
+    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }).find("must be from 1 to the") != std::string::npos);
+    bad = j;
+    bad["measured"]["backend"] = "tpu";
+    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) ==
+          "plan.json: $.measured.backend: expected \"cuda\" or \"host\", got \"tpu\"");
+    bad = j;
+    bad["measured"]["batch"] = 0;
+    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) == "plan.json: $.measured.batch: must be >= 1");
     bad = j;
     bad["measured"]["candidates"][1]["seconds"] = 1;
     CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }).find("$.measured.candidates[1]") !=

@@ -3,6 +3,7 @@
 // peak throughputs and the limit on concurrently resident kernels.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -66,6 +67,15 @@ inline void validate(const DeviceSpec& d) {
         if (!ok) throw DeviceFieldError(field, "device '" + (d.key.empty() ? d.name : d.key) + "': " + field + " " + why);
     };
     need(!d.key.empty() || !d.name.empty(), "key", "or name must be set");
+    // Key and name are printed in tables and errors: text without control
+    // characters (which could rewrite a terminal), and not a page long.
+    for (const auto& [field, text] : {std::pair{"key", &d.key}, std::pair{"name", &d.name}})
+        if (text->size() > 256 || std::any_of(text->begin(), text->end(), [](char c) {
+                const auto u = static_cast<unsigned char>(c);
+                return u < 0x20 || u == 0x7f;
+            }))
+            throw DeviceFieldError(field, std::string("device ") + field +
+                                              ": must be printable text of at most 256 bytes, without control characters");
     // Upper bounds far above any GPU (the H200 has 132 SMs, 2048 threads,
     // 32 blocks, 64K registers and 228 KB of shared memory per SM, 128
     // resident grids): they keep a mistyped or hostile device file from

@@ -148,6 +148,10 @@ struct PlanMeasurement {
 
 struct Plan {
     static constexpr int format_version = 1;
+    // The most streams a plan file may ask for. A stream is a CUDA stream
+    // (and its events) or a host worker thread; the widest bundled plan,
+    // opara's for Inception-v3, has 426.
+    static constexpr std::uint32_t max_stream_count = 4096;
 
     std::string strategy;                      // one of make_plan's strategy names, or a user's name
     StrategyOptions options;                   // the strategy's settings and choices, for the record

@@ -81,6 +81,9 @@ inline PlanChoice choice_from_json(const JsonReader& r) {
     if (v.main_streams == 0) r.at("main_streams").fail("must be >= 1");
     v.side_streams = r.get<std::uint32_t>("side_streams");
     v.pin_footprint = r.get<double>("pin_footprint");
+    if (!std::isfinite(v.pin_footprint) || v.pin_footprint < 0.0)
+        r.at("pin_footprint").fail("must be a finite number >= 0 (a share of the GPU), got " +
+                                   nlohmann::json(v.pin_footprint).dump());
     const std::string order = r.get<std::string>("issue_order");
     if (order != "rank" && order != "modelled_start")
         r.at("issue_order").fail("expected \"rank\" or \"modelled_start\", got \"" + order + "\"");
@@ -163,7 +166,10 @@ inline PlanMeasurement measured_from_json(const JsonReader& r) {
     m.on.settings = r.get<std::string>("settings");
     m.median_ms = recorded_number(r.at("median_ms"), true, most_ms);
     m.spread_pct = recorded_number(r.at("spread_pct"), false, most_spread_pct);
-    m.rounds = r.get<std::uint32_t>("rounds");
+    if (m.on.backend != "cuda" && m.on.backend != "host")
+        r.at("backend").fail("expected \"cuda\" or \"host\", got \"" + m.on.backend + "\"");
+    if (m.on.batch == 0) r.at("batch").fail("must be >= 1");
+    m.rounds = positive_count(r.at("rounds"));
     m.switched = r.get<bool>("switched");
     auto cs = r.at("candidates");
     for (std::size_t i = 0; i < cs.size(); ++i) {
@@ -177,9 +183,36 @@ inline PlanMeasurement measured_from_json(const JsonReader& r) {
         }
         if (!c.declined.empty() && c.samples != 0)
             cs[i].fail("a declined candidate with " + std::to_string(c.samples) + " samples");
+        // One sample a round at most, and at least one for a timed candidate.
+        if (c.declined.empty() && (c.samples == 0 || c.samples > m.rounds))
+            cs[i].at("samples").fail("must be from 1 to the " + std::to_string(m.rounds) + " rounds, got " +
+                                     std::to_string(c.samples));
         m.candidates.push_back(std::move(c));
     }
     return m;
+}
+
+// The record must describe the plan it comes with: a stream cap the plan
+// keeps, as many chains or chosen streams as the plan has streams. (A braid
+// plan that chose a baseline is exempt from the cap: braid let a baseline
+// win over the cap before commit 9629e45, and the H200 data set holds such
+// plans, nimble's 109 streams under a cap of 16.)
+inline void check_record(const JsonReader& r, const Plan& plan) {
+    const std::uint32_t n = plan.stream_count();
+    const StrategyOptions& o = plan.options;
+    const auto streams = [](std::uint32_t k) { return std::to_string(k) + (k == 1 ? " stream" : " streams"); };
+    const bool chose_baseline = o.chosen && !o.chosen->base.empty();
+    if (o.max_streams && *o.max_streams < n && !chose_baseline)
+        r.at("options").at("max_streams").fail("says at most " + streams(*o.max_streams) + ", but the plan has " +
+                                               std::to_string(n));
+    if (o.chains && *o.chains != n)
+        r.at("options").at("chains").fail("says " + std::to_string(*o.chains) + " chains (one stream each), but the plan has " +
+                                          streams(n));
+    if (o.chosen && o.chosen->base.empty() &&
+        std::uint64_t{o.chosen->schedule.main_streams} + o.chosen->schedule.side_streams != n)
+        r.at("options").at("chosen").fail("says " + std::to_string(o.chosen->schedule.main_streams) + " main + " +
+                                          std::to_string(o.chosen->schedule.side_streams) + " side streams, but the plan has " +
+                                          streams(n));
 }
 
 }  // namespace detail
@@ -251,10 +284,15 @@ inline Plan plan_from_json(const nlohmann::json& json, const OpGraph& graph, con
 
     auto streams = r.at("streams");
     if (streams.size() == 0) streams.fail("a plan needs at least one stream");
+    if (streams.size() > Plan::max_stream_count)
+        streams.fail(std::to_string(streams.size()) + " streams; braid runs at most " +
+                     std::to_string(Plan::max_stream_count) + " (each is a CUDA stream or a host thread)");
     for (std::size_t i = 0; i < streams.size(); ++i) {
         streams[i].allow_only({"priority"});
         plan.stream_priorities.push_back(streams[i].get<int>("priority"));
     }
+
+    detail::check_record(r, plan);
 
     auto steps = r.at("steps");
     for (std::size_t i = 0; i < steps.size(); ++i) {

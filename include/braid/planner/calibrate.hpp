@@ -87,7 +87,10 @@ inline double profiled_launch_ns(const OpGraph& graph, const DeviceSpec& dev, co
         params.launch_latency_ns = launch_ns;
         return sim::simulate(dev, program, params).makespan_ns;
     };
-    double lo = 0.0, hi = 2.0 * profiled_iteration_ns / static_cast<double>(std::max<std::size_t>(launches, 1));
+    // No launch takes longer than the simulator accepts: an iteration longer
+    // than even that explains gets the longest, not an error about sim::Params.
+    double lo = 0.0, hi = std::min(2.0 * profiled_iteration_ns / static_cast<double>(std::max<std::size_t>(launches, 1)),
+                                   sim::most_latency_ns);
     if (makespan(lo) >= profiled_iteration_ns) return 0.0;
     if (makespan(hi) < profiled_iteration_ns) return hi;
     for (int i = 0; i < 40; ++i) {

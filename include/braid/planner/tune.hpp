@@ -352,6 +352,8 @@ inline Plan measured_plan(std::span<const TuneCandidate> candidates, const TuneR
         throw PlanError("measured_plan: " + std::to_string(result.timings.size()) + " timings for " +
                         std::to_string(candidates.size()) + " candidates");
     Plan plan = candidates[result.winner].plan;
+    // No round fitted the budget: nothing was measured, so nothing is recorded.
+    if (result.rounds == 0) return plan;
     PlanMeasurement m;
     m.on = on;
     m.median_ms = result.chosen().median_ns / 1e6;

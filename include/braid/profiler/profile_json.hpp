@@ -296,8 +296,19 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
         for (const Op& op : p.graph->ops())
             if (!seen.count(op.name)) missing.push_back(op.name);
         if (!missing.empty()) ops.fail(unmeasured_ops_message(missing, "the embedded graph"));
-        for (const auto& [name, i] : seen)
+        for (const auto& [name, i] : seen) {
             if (!p.graph->has_op(name)) ops[i].at("name").fail("'" + name + "' is not an op of the embedded graph");
+            // The op as measured is the graph's op: its kind and layer are the graph's.
+            const Op& g = p.graph->op(p.graph->op_id(name));
+            const ProfiledOp& m = p.ops[i];
+            const auto field = [&](const char* f) { return ops[i].has(f) ? ops[i].at(f) : ops[i]; };
+            if (m.kind != g.kind)
+                field("kind").fail("op '" + name + "' is a " + std::string(to_string(m.kind)) + " op here, a " +
+                                   std::string(to_string(g.kind)) + " op in the embedded graph");
+            if (m.layer != g.layer)
+                field("layer").fail("op '" + name + "' is of layer '" + m.layer + "' here, of layer '" + g.layer +
+                                    "' in the embedded graph");
+        }
     }
     if (auto un = r.find("unattributed")) {
         for (std::size_t i = 0; i < un->size(); ++i) {
