@@ -144,13 +144,16 @@ Problem load_problem(const Options& o) {
     return p;
 }
 
-void write_file(const std::string& path, const std::string& text) {
+// `option` names the output in errors ("--trace-out: cannot write ...").
+void write_file(const std::string& option, const std::string& path, const std::string& text) {
     const std::filesystem::path fp(path);
-    if (fp.has_parent_path()) std::filesystem::create_directories(fp.parent_path());
+    std::error_code ec;
+    if (fp.has_parent_path()) std::filesystem::create_directories(fp.parent_path(), ec);
     std::ofstream out(path, std::ios::binary);
-    if (!out) throw braid::Error("cannot write '" + path + "'");
+    if (!out) throw braid::Error(option + ": cannot write '" + path + "'");
     out << text;
-    if (!out) throw braid::Error("writing '" + path + "' failed");
+    out.flush();
+    if (!out) throw braid::Error(option + ": writing '" + path + "' failed");
 }
 
 // Where the plan, the trace and the timeline go.
@@ -188,9 +191,11 @@ int run(const Options& o) {
     }
     braid::check_strategy_name(o.strategy);  // before the (slow) planning
     const auto [plan_path, trace_path, svg_path] = output_paths(o);
-    for (const auto& [option, path] : {std::pair{o.plan_file.empty() ? "--out" : "--plan-out", plan_path},
-                                       std::pair{o.trace_file.empty() ? "--out" : "--trace-out", trace_path},
-                                       std::pair{o.svg_file.empty() ? "--out" : "--svg-out", svg_path}})
+    const char* plan_option = o.plan_file.empty() ? "--out" : "--plan-out";
+    const char* trace_option = o.trace_file.empty() ? "--out" : "--trace-out";
+    const char* svg_option = o.svg_file.empty() ? "--out" : "--svg-out";
+    for (const auto& [option, path] :
+         {std::pair{plan_option, plan_path}, std::pair{trace_option, trace_path}, std::pair{svg_option, svg_path}})
         if (const std::string why = braid::cli::output_path_problem(option, path, true); !why.empty())
             throw braid::Error(why);
 
@@ -208,12 +213,12 @@ int run(const Options& o) {
     const braid::sim::Result& result = chosen.simulated.result;
     const std::set<braid::OpId> critical(cmp.bound.critical_ops.begin(), cmp.bound.critical_ops.end());
 
-    write_file(plan_path, braid::to_json(chosen.plan, g).dump(2) + "\n");
-    write_file(trace_path, braid::sim::chrome_trace(program, result, "predicted " + p.device.key).dump() + "\n");
+    write_file(plan_option, plan_path, braid::to_json(chosen.plan, g).dump(2) + "\n");
+    write_file(trace_option, trace_path, braid::sim::chrome_trace(program, result, "predicted " + p.device.key).dump() + "\n");
     braid::TimelineSvgOptions so;
     so.title = fmt::format("{} on {} — {} plan, {} mode: {:.3f} ms predicted", p.what, p.device.key, o.strategy, o.mode,
                            result.makespan_ns / 1e6);
-    write_file(svg_path, braid::timeline_svg(g, program, result, critical, so));
+    write_file(svg_option, svg_path, braid::timeline_svg(g, program, result, critical, so));
 
     if (o.format == "json") {
         nlohmann::json rows = nlohmann::json::array();

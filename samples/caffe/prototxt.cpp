@@ -17,6 +17,8 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "caffe.pb.h"
 
 namespace braid::samples {
@@ -359,8 +361,11 @@ private:
             if (!l.image_data->is_color()) channels = 1;
         }
         if (!options_.image && l.transform->crop_size() > 0) height = width = l.transform->crop_size();
-        if (!batch || *batch == 0) fail("data_param has no batch_size; give one or --batch");
-        if (!height || !width) fail("the image size is not in the file (no transform_param.crop_size); give --image");
+        const std::string params = l.type == "Data" ? "data_param" : "image_data_param";
+        if (!batch || *batch == 0) fail(params + " has no batch_size; give one or --batch");
+        if (!height || !width)
+            fail(std::string("the image size is not in the file (no transform_param.crop_size") +
+                 (l.type == "Data" ? "" : ", or not both of image_data_param.new_height and new_width") + "); give --image");
         if (l.type == "Data")
             note("data channels", "layer '" + l.name +
                                       "' (Data): the channel count comes from the database, not the file; braid "
@@ -505,7 +510,7 @@ private:
         if (!p.bias_term() || !p.has_bias_filler()) return 0.0f;
         const cf::FillerParameter& f = p.bias_filler();
         if (f.type() == "constant") {
-            if (!std::isfinite(f.value())) fail("bias_filler's value must be finite, got " + std::to_string(f.value()));
+            if (!std::isfinite(f.value())) fail("bias_filler's value must be finite, got " + fmt::format("{}", f.value()));
             return f.value();
         }
         note("bias filler " + f.type(), "bias_filler \"" + f.type() + "\" is not one of braid's; those biases start at 0");
@@ -635,7 +640,7 @@ private:
         const float fraction = p.moving_average_fraction();
         if (!(fraction >= 0.0f && fraction < 1.0f))
             fail("moving_average_fraction must be in [0, 1), got " + std::to_string(fraction));
-        if (!(p.eps() > 0.0f) || !std::isfinite(p.eps())) fail("eps must be a finite number > 0, got " + std::to_string(p.eps()));
+        if (!(p.eps() > 0.0f) || !std::isfinite(p.eps())) fail("eps must be a finite number > 0, got " + fmt::format("{}", p.eps()));
         PendingBatchNorm pending{l.name, l.line, tensor(l.bottoms[0]), BatchNormConfig{p.eps(), 1.0f - fraction}};
         // In place, the top shadows the bottom until the Scale reads it.
         blobs_.erase(l.tops[0]);
@@ -705,7 +710,7 @@ private:
             fail("--classes needs the scores '" + l.bottoms[0] + "' to come straight from an InnerProduct");
         const float weight = l.loss_weight.value_or(1.0f);
         if (!(weight > 0.0f) || !std::isfinite(weight))
-            fail("loss_weight must be a finite number > 0, got " + std::to_string(weight));
+            fail("loss_weight must be a finite number > 0, got " + fmt::format("{}", weight));
         if (l.tops.size() > 1) fail("braid's loss has one top");
         has_loss_ = true;
         const TensorId t = guarded([&] { return builder_->softmax_loss(l.name, logits, SoftmaxLossConfig{weight}); });

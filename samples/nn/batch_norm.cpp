@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "nn/channel_reduction.hpp"
 #include "nn/launch.hpp"
 #include "nn/relu.hpp"
@@ -12,7 +14,7 @@ namespace braid::samples {
 BatchNorm2d::BatchNorm2d(Shape4 input, BatchNormConfig cfg) : config(cfg), in(input) {
     if (in.elements() == 0) throw ShapeError("batch norm: empty input " + to_string(in));
     if (!(cfg.epsilon > 0.0f) || !std::isfinite(cfg.epsilon))
-        throw ShapeError("batch norm: epsilon must be a finite number > 0, got " + std::to_string(cfg.epsilon));
+        throw ShapeError("batch norm: epsilon must be a finite number > 0, got " + fmt::format("{}", cfg.epsilon));
     if (!(cfg.momentum >= 0.0f && cfg.momentum <= 1.0f)) throw ShapeError("batch norm: momentum must be in [0, 1]");
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "nn/channel_reduction.hpp"
 #include "nn/launch.hpp"
 #include "nn/sgd.hpp"
@@ -19,7 +21,7 @@ Conv2d::Conv2d(Shape4 input, ConvConfig cfg) : config(cfg), in(input) {
         fail(std::to_string(in.c) + " input and " + std::to_string(cfg.out_channels) +
              " output channels do not divide into " + std::to_string(cfg.groups) + " groups");
     if (in.n == 0 || in.c == 0) fail("empty input " + to_string(in));
-    if (!std::isfinite(cfg.bias_init)) fail("the bias must start at a finite value, got " + std::to_string(cfg.bias_init));
+    if (!std::isfinite(cfg.bias_init)) fail("the bias must start at a finite value, got " + fmt::format("{}", cfg.bias_init));
     if (std::uint64_t{in.h} + 2 * std::uint64_t{p.h} < k.h || std::uint64_t{in.w} + 2 * std::uint64_t{p.w} < k.w)
         fail("a " + to_string(k) + " kernel with padding " + (p.square() ? std::to_string(p.h) : to_string(p)) +
              " does not fit a " + std::to_string(in.h) + "x" + std::to_string(in.w) + " input");

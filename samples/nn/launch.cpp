@@ -82,7 +82,15 @@ std::vector<braid::KernelEstimate> gemm_kernels(const std::string& name, const G
     braid::KernelEstimate main;
     main.shape.name = name + "_" + math_name(math) + "_" + std::to_string(t.m) + "x" + std::to_string(t.n) +
                       (split > 1 ? "_splitk" + std::to_string(split) : "");
-    main.shape.grid = {tiles_m, tiles_n, p.batch * split};
+    // CUDA caps grid y and z at 65535; past that the tiles run along x, as
+    // GEMM libraries lay out large problems (an FC layer on 2048x2048 images
+    // has 262144 column tiles).
+    const std::uint64_t slices = std::uint64_t{p.batch} * split;
+    if (tiles_n > braid::LaunchLimits::max_grid_yz || slices > braid::LaunchLimits::max_grid_yz)
+        main.shape.grid = {static_cast<std::uint32_t>(std::min<std::uint64_t>(tiles * split, braid::LaunchLimits::max_grid_x)),
+                           1, 1};
+    else
+        main.shape.grid = {tiles_m, tiles_n, static_cast<std::uint32_t>(slices)};
     main.shape.block = {t.threads, 1, 1};
     main.shape.regs_per_thread = t.regs_per_thread;
     if (t.dynamic_smem)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "nn/launch.hpp"
 
 namespace braid::samples {
@@ -12,10 +14,10 @@ Lrn::Lrn(Shape4 input, LrnConfig cfg) : PerImageUnaryLayer{input}, config(cfg) {
     if (cfg.size == 0 || cfg.size % 2 == 0) throw ShapeError("lrn: size must be odd, got " + std::to_string(cfg.size));
     // k + alpha/size * sum(x^2) is raised to -beta: the base must stay
     // positive and every constant finite, or training turns to NaN.
-    if (!(cfg.k > 0.0f) || !std::isfinite(cfg.k)) throw ShapeError("lrn: k must be a finite number > 0, got " + std::to_string(cfg.k));
+    if (!(cfg.k > 0.0f) || !std::isfinite(cfg.k)) throw ShapeError("lrn: k must be a finite number > 0, got " + fmt::format("{}", cfg.k));
     if (!(cfg.alpha >= 0.0f) || !std::isfinite(cfg.alpha))
-        throw ShapeError("lrn: alpha must be a finite number >= 0, got " + std::to_string(cfg.alpha));
-    if (!std::isfinite(cfg.beta)) throw ShapeError("lrn: beta must be a finite number, got " + std::to_string(cfg.beta));
+        throw ShapeError("lrn: alpha must be a finite number >= 0, got " + fmt::format("{}", cfg.alpha));
+    if (!std::isfinite(cfg.beta)) throw ShapeError("lrn: beta must be a finite number, got " + fmt::format("{}", cfg.beta));
 }
 
 PassWork Lrn::work(Pass p) const {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "nn/launch.hpp"
 
 namespace braid::samples {
@@ -11,7 +13,7 @@ SoftmaxCrossEntropy::SoftmaxCrossEntropy(Shape4 logits, SoftmaxLossConfig cfg) :
     if (in.elements() == 0) throw ShapeError("softmax loss: empty input " + to_string(in));
     if (in.image_elements() < 2) throw ShapeError("softmax loss: needs at least 2 classes");
     if (!(cfg.weight > 0.0f) || !std::isfinite(cfg.weight))
-        throw ShapeError("softmax loss: the weight must be a finite number > 0, got " + std::to_string(cfg.weight));
+        throw ShapeError("softmax loss: the weight must be a finite number > 0, got " + fmt::format("{}", cfg.weight));
 }
 
 std::vector<AuxBufferSpec> SoftmaxCrossEntropy::aux_buffers() const {

@@ -54,8 +54,13 @@ std::vector<braid::OpEstimate> op_estimates(const TrainingGraph& tg, const Estim
                 break;
             default: e.kernels = kernels_of(tg.network.layer(*info.layer).spec, pass_of(info.role), options); break;
         }
-        if (e.kernels.empty())
-            throw braid::ModelError("op '" + tg.graph.op(static_cast<OpId>(i)).name + "' has no kernel estimate");
+        const std::string& name = tg.graph.op(static_cast<OpId>(i)).name;
+        if (e.kernels.empty()) throw braid::ModelError("op '" + name + "' has no kernel estimate");
+        // A layer too large for braid's own kernels fails here, naming its op.
+        for (const braid::KernelEstimate& k : e.kernels)
+            if (const std::string problem = braid::launch_problem(k.shape); !problem.empty())
+                throw braid::ModelError("op '" + name + "': kernel '" + k.shape.name + "': " + problem +
+                                        "; the layer is too large for braid's kernels");
     }
     return out;
 }

@@ -3,8 +3,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <limits>
 #include <new>
 #include <sstream>
+#include <string>
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -23,22 +26,33 @@ constexpr std::size_t alignment_bytes = 64;
 
 std::uint64_t aligned_size(std::uint64_t bytes) { return (bytes + alignment_bytes - 1) / alignment_bytes * alignment_bytes; }
 
-// RAM of this machine, or 0 where the system does not say.
-std::uint64_t physical_memory_bytes() {
+// Memory a new allocation can have now: Linux's MemAvailable (free memory
+// plus what the page cache would give back), else all of RAM, else 0 where
+// the system says neither.
+std::uint64_t available_memory_bytes() {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    std::uint64_t kib = 0;
+    while (meminfo >> key >> kib) {
+        if (key == "MemAvailable:") return kib * 1024;
+        meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+    }
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
 }
 
-// A step larger than the machine is refused before any allocation: with
+// A step larger than the memory left is refused before any allocation: with
 // overcommit the allocations succeed and zeroing them meets the OOM killer.
+// (A second model, as --check makes, is measured against what the first
+// left, as it zeroes its buffers here.)
 void check_fits_in_memory(const TrainingGraph& tg) {
     std::uint64_t need = 0;
     for (const braid::Buffer& b : tg.graph.buffers())
         if (!b.parent) need += aligned_size(b.bytes);
-    const std::uint64_t have = physical_memory_bytes();
+    const std::uint64_t have = available_memory_bytes();
     if (have > 0 && need > have)
         throw braid::Error(fmt::format("the host backend needs {:.1f} GiB for the training step's buffers, more than "
-                                       "this machine's {:.1f} GiB of memory; train a smaller --batch or --image",
+                                       "the {:.1f} GiB of memory available; train a smaller --batch or --image",
                                        static_cast<double>(need) / (1ull << 30), static_cast<double>(have) / (1ull << 30)));
 }
 

@@ -84,8 +84,9 @@ std::optional<NetConfig> net_config_from_settings(const braid::ProfileSettings& 
     c.image = positive(s, "image", c.image, 8192);
     c.classes = positive(s, "classes", c.classes, 1 << 24);
     if (const std::optional<double> w = number_setting(s, "width_scale")) {
-        if (!(*w > 0.0 && *w <= 64.0))
-            throw braid::Error("network setting 'width_scale' must be in (0, 64], got " + fmt::format("{}", *w));
+        // The bounds of braid-train's --width-scale.
+        if (!(*w >= 1e-6 && *w <= 64.0))
+            throw braid::Error("network setting 'width_scale' must be from 1e-06 to 64, got " + fmt::format("{}", *w));
         c.width_scale = *w;
     }
     if (const bool* no_aux = setting<bool>(s, "no_aux")) c.aux_classifiers = !*no_aux;

@@ -323,6 +323,9 @@ TEST_CASE("device JSON: round trip and errors that name the field") {
     j["name"] = "H100\u001b[2J\nrm -rf";
     CHECK(error_of([&] { (void)device_from_json(j); }) ==
           "$.name: device name: must be printable text of at most 256 bytes, without control characters");
+    j["name"] = "H100 \u009b2J";  // CSI, a C1 control
+    CHECK(error_of([&] { (void)device_from_json(j); }) ==
+          "$.name: device name: must be printable text of at most 256 bytes, without control characters");
     j["name"] = std::string(257, 'x');
     CHECK(error_of([&] { (void)device_from_json(j); }).rfind("$.name: device name: must be printable", 0) == 0);
     j["name"] = "NVIDIA H100 80GB HBM3 — ünïcode is text";

@@ -141,8 +141,15 @@ TEST_CASE("malformed profiles are rejected with the path of the bad field") {
           }) == "$.ops[" + std::to_string(good["ops"].size()) + "].name: 'extra' is not an op of the embedded graph");
     // Each measured op is the graph's op: same kind, same layer.
     CHECK(broken([](json& j) { j["ops"][1]["kind"] = "update"; }) ==
-          "$.ops[1].kind: op '" + good["ops"][1]["name"].get<std::string>() + "' is a update op here, a " +
-              good["ops"][1]["kind"].get<std::string>() + " op in the embedded graph");
+          "$.ops[1].kind: op '" + good["ops"][1]["name"].get<std::string>() + "' is \"update\" here, \"" +
+              good["ops"][1]["kind"].get<std::string>() + "\" in the embedded graph");
+    // Left out, both are the graph's (the fields are optional).
+    json bare = good;
+    bare["ops"][1].erase("kind");
+    bare["ops"][1].erase("layer");
+    const Profile from_graph = profile_from_json(bare);
+    CHECK(to_string(from_graph.ops[1].kind) == good["ops"][1]["kind"].get<std::string>());
+    CHECK(from_graph.ops[1].layer == good["ops"][1]["layer"].get<std::string>());
     CHECK(broken([](json& j) { j["ops"][1]["layer"] = "elsewhere"; }) ==
           "$.ops[1].layer: op '" + good["ops"][1]["name"].get<std::string>() + "' is of layer 'elsewhere' here, of layer '" +
               good["ops"][1]["layer"].get<std::string>() + "' in the embedded graph");

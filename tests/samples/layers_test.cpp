@@ -538,6 +538,22 @@ TEST_CASE("layer constants must be finite: inf or NaN would turn the whole train
     CHECK_THROWS_WITH_AS(Conv2d(in, conv), "convolution: the bias must start at a finite value, got nan", ShapeError);
 }
 
+TEST_CASE("GEMM estimates stay launchable when a dimension has more than 65535 tiles") {
+    // An FC layer on 2048x2048 RGB images: 12.6M inputs, 262144 column tiles of dx.
+    const FullyConnected fc(Shape4{1, 3, 2048, 2048}, FullyConnectedConfig{10, true});
+    for (const Pass p : {Pass::forward, Pass::backward_data, Pass::backward_weight}) {
+        CAPTURE(static_cast<int>(p));
+        for (const braid::KernelEstimate& k : fc.kernels(p, EstimateOptions{})) {
+            CAPTURE(k.shape.name);
+            CHECK(braid::launch_problem(k.shape).empty());
+        }
+    }
+    const std::vector<braid::KernelEstimate> dx = fc.kernels(Pass::backward_data, EstimateOptions{});
+    REQUIRE_FALSE(dx.empty());
+    CHECK(dx.front().shape.grid.y == 1);
+    CHECK(dx.front().shape.blocks() > braid::LaunchLimits::max_grid_yz);
+}
+
 TEST_CASE("SGD with momentum and weight decay") {
     const SgdConfig sgd{0.1f, 0.9f, 0.01f};
     std::vector<float> w{1.0f, -2.0f}, g{0.5f, 0.25f}, v{0.2f, 0.0f};

@@ -337,7 +337,7 @@ TEST_CASE("layer constants that are not finite are refused naming the field, bef
     CHECK(error_of([&] { parse(lrn("local_size: 5 alpha: nan")); }) ==
           "net.prototxt:9: network 'small', layer 'norm': lrn: alpha must be a finite number >= 0, got nan");
     CHECK(error_of([&] { parse(lrn("local_size: 5 alpha: -1")); }) ==
-          "net.prototxt:9: network 'small', layer 'norm': lrn: alpha must be a finite number >= 0, got -1.000000");
+          "net.prototxt:9: network 'small', layer 'norm': lrn: alpha must be a finite number >= 0, got -1");
     CHECK(error_of([&] { parse(lrn("local_size: 5 beta: inf")); }) ==
           "net.prototxt:9: network 'small', layer 'norm': lrn: beta must be a finite number, got inf");
     CHECK(error_of([&] { parse(lrn("local_size: 5 k: inf")); }) ==
@@ -353,6 +353,8 @@ TEST_CASE("layer constants that are not finite are refused naming the field, bef
           "net.prototxt:8: layer 'bn' (BatchNorm): eps must be a finite number > 0, got inf");
     CHECK(error_of([&] { parse(batch_norm("nan")); }) ==
           "net.prototxt:8: layer 'bn' (BatchNorm): eps must be a finite number > 0, got nan");
+    CHECK(error_of([&] { parse(batch_norm("-1e-9")); }) ==
+          "net.prototxt:8: layer 'bn' (BatchNorm): eps must be a finite number > 0, got -1e-09");
 }
 
 TEST_CASE("the fuzz corpus and regressions of the prototxt reader load, or are refused with a braid::Error") {

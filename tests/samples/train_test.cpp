@@ -238,7 +238,7 @@ TEST_CASE("a profile's network settings say whether ReLUs are fused and sums sha
     REQUIRE(net_config_from_settings(kernels));
     CHECK(net_config_from_settings(kernels)->width_scale == 2.0);
     kernels["width_scale"] = std::int64_t{65};
-    CHECK_THROWS_WITH_AS(net_config_from_settings(kernels), "network setting 'width_scale' must be in (0, 64], got 65",
+    CHECK_THROWS_WITH_AS(net_config_from_settings(kernels), "network setting 'width_scale' must be from 1e-06 to 64, got 65",
                          braid::Error);
     kernels["width_scale"] = std::string("half");
     CHECK_THROWS_WITH_AS(net_config_from_settings(kernels),
@@ -347,7 +347,7 @@ TEST_CASE("a step larger than the machine's memory is refused before the host ba
     huge.model.width_scale = 1.0;
     const TrainingGraph tg = build_training_graph(huge);
     REQUIRE(tg.allocated_bytes() > (std::uint64_t{1} << 50));  // a petabyte: more than any host
-    CHECK_THROWS_WITH_AS(HostModel{tg}, doctest::Contains("GiB for the training step's buffers, more than this machine's"),
+    CHECK_THROWS_WITH_AS(HostModel{tg}, doctest::Contains("GiB for the training step's buffers, more than the"),
                          braid::Error);
 }
 

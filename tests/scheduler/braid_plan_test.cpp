@@ -406,6 +406,15 @@ TEST_CASE("braid-calibrate checks where it writes before it fits, and refuses em
     CHECK(over_input.status != 0);
     CHECK(over_input.output.find("--calibration-out and input '" + copy + "' are the same file") != std::string::npos);
     CHECK(braid::detail::load_json_file(copy).at("format") == "braid.measurements");  // still the measurements
+    // A hard link is the same file under another name.
+    const std::string link = (dir / "linked.json").string();
+    std::filesystem::remove(link);
+    std::filesystem::create_hard_link(copy, link);
+    const Run over_link = calibrate(copy + " -o " + link);
+    CAPTURE(over_link.output);
+    CHECK(over_link.status != 0);
+    CHECK(over_link.output.find("are the same file") != std::string::npos);
+    CHECK(braid::detail::load_json_file(copy).at("format") == "braid.measurements");
     const Run two_outputs = calibrate(copy + " -o " + (dir / "c.json").string() + " --cpp-out " + (dir / "c.json").string());
     CHECK(two_outputs.status != 0);
     CHECK(two_outputs.output.find("--calibration-out and --cpp-out are the same file") != std::string::npos);

@@ -183,7 +183,8 @@ inline std::string output_path_problem(const std::string& option, const std::str
 
 // Two of `paths` (each a name for people, "--plan-out" or "input 'm.json'",
 // and a path) that are one file, as an error naming both; "" when all
-// differ. Compared as weakly canonical paths ("out/../p.json" is "p.json").
+// differ. Compared as weakly canonical paths ("out/../p.json" is "p.json"),
+// and, where both exist, as files (a hard link is the file it links).
 // Writing one output over another, or over an input, loses a file without
 // a word.
 inline std::string same_file_problem(const std::vector<std::pair<std::string, std::string>>& paths) {
@@ -193,9 +194,11 @@ inline std::string same_file_problem(const std::vector<std::pair<std::string, st
         std::error_code ec;
         fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
         if (ec) p = fs::absolute(path).lexically_normal();
-        for (std::size_t i = 0; i < seen.size(); ++i)
-            if (seen[i] == p)
+        for (std::size_t i = 0; i < seen.size(); ++i) {
+            std::error_code differs;
+            if (seen[i] == p || fs::equivalent(seen[i], p, differs))
                 return paths[i].first + " and " + name + " are the same file ('" + path + "'): give each its own";
+        }
         seen.push_back(std::move(p));
     }
     return "";

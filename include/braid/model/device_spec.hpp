@@ -3,7 +3,6 @@
 // peak throughputs and the limit on concurrently resident kernels.
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -68,12 +67,20 @@ inline void validate(const DeviceSpec& d) {
     };
     need(!d.key.empty() || !d.name.empty(), "key", "or name must be set");
     // Key and name are printed in tables and errors: text without control
-    // characters (which could rewrite a terminal), and not a page long.
+    // characters (which could rewrite a terminal: C0, DEL, and C1 as UTF-8,
+    // 0xC2 0x80-0x9F), and not a page long.
+    const auto has_control = [](const std::string& t) {
+        for (std::size_t i = 0; i < t.size(); ++i) {
+            const auto u = static_cast<unsigned char>(t[i]);
+            if (u < 0x20 || u == 0x7f) return true;
+            if (u == 0xc2 && i + 1 < t.size() && static_cast<unsigned char>(t[i + 1]) >= 0x80 &&
+                static_cast<unsigned char>(t[i + 1]) <= 0x9f)
+                return true;
+        }
+        return false;
+    };
     for (const auto& [field, text] : {std::pair{"key", &d.key}, std::pair{"name", &d.name}})
-        if (text->size() > 256 || std::any_of(text->begin(), text->end(), [](char c) {
-                const auto u = static_cast<unsigned char>(c);
-                return u < 0x20 || u == 0x7f;
-            }))
+        if (text->size() > 256 || has_control(*text))
             throw DeviceFieldError(field, std::string("device ") + field +
                                               ": must be printable text of at most 256 bytes, without control characters");
     // Upper bounds far above any GPU (the H200 has 132 SMs, 2048 threads,

@@ -298,16 +298,18 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
         if (!missing.empty()) ops.fail(unmeasured_ops_message(missing, "the embedded graph"));
         for (const auto& [name, i] : seen) {
             if (!p.graph->has_op(name)) ops[i].at("name").fail("'" + name + "' is not an op of the embedded graph");
-            // The op as measured is the graph's op: its kind and layer are the graph's.
+            // The op as measured is the graph's op: its kind and layer, when
+            // given, are the graph's; left out, they are taken from it.
             const Op& g = p.graph->op(p.graph->op_id(name));
-            const ProfiledOp& m = p.ops[i];
-            const auto field = [&](const char* f) { return ops[i].has(f) ? ops[i].at(f) : ops[i]; };
+            ProfiledOp& m = p.ops[i];
+            if (!ops[i].has("kind")) m.kind = g.kind;
+            if (!ops[i].has("layer")) m.layer = g.layer;
             if (m.kind != g.kind)
-                field("kind").fail("op '" + name + "' is a " + std::string(to_string(m.kind)) + " op here, a " +
-                                   std::string(to_string(g.kind)) + " op in the embedded graph");
+                ops[i].at("kind").fail("op '" + name + "' is \"" + std::string(to_string(m.kind)) + "\" here, \"" +
+                                       std::string(to_string(g.kind)) + "\" in the embedded graph");
             if (m.layer != g.layer)
-                field("layer").fail("op '" + name + "' is of layer '" + m.layer + "' here, of layer '" + g.layer +
-                                    "' in the embedded graph");
+                ops[i].at("layer").fail("op '" + name + "' is of layer '" + m.layer + "' here, of layer '" + g.layer +
+                                        "' in the embedded graph");
         }
     }
     if (auto un = r.find("unattributed")) {
