@@ -96,7 +96,7 @@ struct CaffeLayer {
     std::vector<std::string> bottoms, tops;
     int line = 0;
     bool in_train = true;
-    std::optional<float> loss_weight;
+    std::vector<float> loss_weights;  // one per top in Caffe; braid's loss has one
     const cf::ConvolutionParameter* conv = nullptr;
     const cf::PoolingParameter* pool = nullptr;
     const cf::LRNParameter* lrn = nullptr;
@@ -132,7 +132,7 @@ void take_params(CaffeLayer& c, const L& l) {
     c.name = l.name();
     c.bottoms.assign(l.bottom().begin(), l.bottom().end());
     c.tops.assign(l.top().begin(), l.top().end());
-    if (l.loss_weight_size() > 0) c.loss_weight = l.loss_weight(0);
+    c.loss_weights.assign(l.loss_weight().begin(), l.loss_weight().end());
     c.conv = &l.convolution_param();
     c.pool = &l.pooling_param();
     c.lrn = &l.lrn_param();
@@ -521,6 +521,11 @@ private:
 
     void layer(const CaffeLayer& l) {
         if (l.name.empty()) fail("has no name");
+        if (l.type != "SoftmaxWithLoss")
+            for (float w : l.loss_weights)
+                if (w != 0.0f)
+                    fail("loss_weight " + fmt::format("{}", w) +
+                         ": braid's loss is its SoftmaxWithLoss layer; no other layer's top adds to it");
         if (l.type == "Input") return input_layer(l);
         if (l.type == "Data" || l.type == "ImageData") return data_layer(l);
         if (l.type == "Accuracy") {
@@ -708,7 +713,10 @@ private:
             fail("second bottom '" + l.bottoms[1] + "' is not the labels of the net's input");
         if (options_.classes && !resized_.count(l.bottoms[0]))
             fail("--classes needs the scores '" + l.bottoms[0] + "' to come straight from an InnerProduct");
-        const float weight = l.loss_weight.value_or(1.0f);
+        if (l.loss_weights.size() > 1)
+            fail("loss_weight is given " + std::to_string(l.loss_weights.size()) +
+                 " times; braid's loss has one top, so one weight");
+        const float weight = l.loss_weights.empty() ? 1.0f : l.loss_weights[0];
         if (!(weight > 0.0f) || !std::isfinite(weight))
             fail("loss_weight must be a finite number > 0, got " + fmt::format("{}", weight));
         if (l.tops.size() > 1) fail("braid's loss has one top");

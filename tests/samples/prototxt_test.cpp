@@ -324,6 +324,15 @@ TEST_CASE("layer constants that are not finite are refused naming the field, bef
           "net.prototxt:11: layer 'loss' (SoftmaxWithLoss): loss_weight must be a finite number > 0, got inf");
     CHECK(error_of([] { parse(small_with("top: \"loss\" }", "top: \"loss\" loss_weight: nan }")); }) ==
           "net.prototxt:11: layer 'loss' (SoftmaxWithLoss): loss_weight must be a finite number > 0, got nan");
+    CHECK(error_of([] { parse(small_with("top: \"loss\" }", "top: \"loss\" loss_weight: 1 loss_weight: 2 }")); }) ==
+          "net.prototxt:11: layer 'loss' (SoftmaxWithLoss): loss_weight is given 2 times; braid's loss has one top, "
+          "so one weight");
+    CHECK(error_of([] { parse(small_with("top: \"fc\"", "top: \"fc\" loss_weight: 0.5")); }) ==
+          "net.prototxt:10: layer 'fc' (InnerProduct): loss_weight 0.5: braid's loss is its SoftmaxWithLoss layer; no "
+          "other layer's top adds to it");
+    // Caffe's default for a layer that is not a loss: accepted, it changes nothing.
+    CHECK(fingerprint(parse(small_with("top: \"fc\"", "top: \"fc\" loss_weight: 0")).network) ==
+          fingerprint(parse(small_current).network));
     CHECK(error_of([] {
               parse(small_with("weight_filler { type: \"xavier\" }",
                                "weight_filler { type: \"xavier\" } bias_filler { type: \"constant\" value: -inf }"));
