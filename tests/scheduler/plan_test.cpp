@@ -415,11 +415,11 @@ TEST_CASE("strategy options are typed and round-trip through JSON; bad ones name
     CHECK(load(j).find("plan.json: $.options.notes: unknown field") == 0);
     j = good;
     j["options"]["max_streams"] = -1;
-    CHECK(load(j) == "plan.json: $.options.max_streams: integer -1 is out of range (must be >= 0)");
+    CHECK(load(j) == "plan.json: $.options.max_streams: must be >= 1, got -1");
     // Values no planner writes: a record that says them is broken.
     j = good;
     j["options"]["max_streams"] = 0;
-    CHECK(load(j) == "plan.json: $.options.max_streams: must be >= 1");
+    CHECK(load(j) == "plan.json: $.options.max_streams: must be >= 1, got 0");
     j = good;
     j["options"]["simulated"] = good["options"]["candidates"].get<std::uint32_t>() + 1;
     CHECK(load(j).find("plan.json: $.options.simulated: judged ") == 0);

@@ -482,7 +482,9 @@ TEST_CASE("a tuned plan records its measurement, and plan.json keeps it") {
           "plan.json: $.measured.candidates[0].spread_pct: must be a finite number >= 0 and at most 1000000.0, got -1.0");
     bad = j;
     bad["measured"]["rounds"] = 0;
-    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) == "plan.json: $.measured.rounds: must be >= 1");
+    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) == "plan.json: $.measured.rounds: must be >= 1, got 0");
+    bad["measured"]["rounds"] = -1;  // the rule, not the reader's integer range
+    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) == "plan.json: $.measured.rounds: must be >= 1, got -1");
     bad = j;
     bad["measured"]["candidates"][0]["samples"] = p.measured->rounds + 1;
     CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) ==
@@ -496,7 +498,9 @@ TEST_CASE("a tuned plan records its measurement, and plan.json keeps it") {
           "plan.json: $.measured.backend: expected \"cuda\" or \"host\", got \"tpu\"");
     bad = j;
     bad["measured"]["batch"] = 0;
-    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) == "plan.json: $.measured.batch: must be >= 1");
+    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) == "plan.json: $.measured.batch: must be >= 1, got 0");
+    bad["measured"]["batch"] = -3;
+    CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }) == "plan.json: $.measured.batch: must be >= 1, got -3");
     bad = j;
     bad["measured"]["candidates"][1]["seconds"] = 1;
     CHECK(error_of([&] { plan_from_json(bad, t.graph, "plan.json"); }).find("$.measured.candidates[1]") !=

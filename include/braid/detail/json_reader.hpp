@@ -147,6 +147,19 @@ public:
             static_assert(sizeof(T) == 0, "unsupported type");
         }
     }
+    // An integer of type T that must be at least `least` (a count: 1). Below
+    // it, negative numbers included, the error says the rule, not T's range.
+    template <class T>
+    T at_least(T least) const {
+        static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
+        const nlohmann::json& j = *value_;
+        if (j.is_number_integer() && !j.is_number_unsigned() &&
+            j.get<std::int64_t>() < static_cast<std::int64_t>(least))
+            fail("must be >= " + std::to_string(least) + ", got " + std::to_string(j.get<std::int64_t>()));
+        const T v = get<T>();
+        if (v < least) fail("must be >= " + std::to_string(least) + ", got " + std::to_string(v));
+        return v;
+    }
     template <class T>
     T get(std::string_view key) const {
         return at(key).get<T>();

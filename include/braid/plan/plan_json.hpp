@@ -77,8 +77,7 @@ inline PlanChoice choice_from_json(const JsonReader& r) {
     r.allow_only({"main_streams", "side_streams", "pin_footprint", "issue_order", "batch_splits", "critical_stream",
                   "equal_priorities"});
     ListSchedule& v = c.schedule;
-    v.main_streams = r.get<std::uint32_t>("main_streams");
-    if (v.main_streams == 0) r.at("main_streams").fail("must be >= 1");
+    v.main_streams = r.at("main_streams").at_least<std::uint32_t>(1);
     v.side_streams = r.get<std::uint32_t>("side_streams");
     v.pin_footprint = r.get<double>("pin_footprint");
     if (!std::isfinite(v.pin_footprint) || v.pin_footprint < 0.0)
@@ -92,13 +91,6 @@ inline PlanChoice choice_from_json(const JsonReader& r) {
     v.critical_stream = r.get<bool>("critical_stream");
     v.equal_priorities = r.get<bool>("equal_priorities");
     return c;
-}
-
-// A count that must be at least 1 (streams, chains).
-inline std::uint32_t positive_count(const JsonReader& r) {
-    const auto v = r.get<std::uint32_t>();
-    if (v == 0) r.fail("must be >= 1");
-    return v;
 }
 
 // A time or spread a plan records: finite, from 0 (`positive`: above 0) to
@@ -117,9 +109,9 @@ inline StrategyOptions options_from_json(const JsonReader& r) {
     r.allow_only({"max_streams", "mode", "chains", "chosen", "chosen_description", "candidates", "simulated",
                   "predicted_ms"});
     StrategyOptions o;
-    if (auto f = r.find("max_streams")) o.max_streams = positive_count(*f);
+    if (auto f = r.find("max_streams")) o.max_streams = f->at_least<std::uint32_t>(1);
     if (auto f = r.find("mode")) o.mode = mode_from_json(*f);
-    if (auto f = r.find("chains")) o.chains = positive_count(*f);
+    if (auto f = r.find("chains")) o.chains = f->at_least<std::uint32_t>(1);
     if (auto f = r.find("chosen")) o.chosen = choice_from_json(*f);
     // The description is derived from "chosen"; it is written for people.
     if (auto f = r.find("chosen_description")) {
@@ -162,14 +154,13 @@ inline PlanMeasurement measured_from_json(const JsonReader& r) {
     m.on.cublas = r.get<std::string>("cublas");
     m.on.backend = r.get<std::string>("backend");
     m.on.mode = mode_from_json(r.at("mode"));
-    m.on.batch = r.get<std::uint32_t>("batch");
+    m.on.batch = r.at("batch").at_least<std::uint32_t>(1);
     m.on.settings = r.get<std::string>("settings");
     m.median_ms = recorded_number(r.at("median_ms"), true, most_ms);
     m.spread_pct = recorded_number(r.at("spread_pct"), false, most_spread_pct);
     if (m.on.backend != "cuda" && m.on.backend != "host")
         r.at("backend").fail("expected \"cuda\" or \"host\", got \"" + m.on.backend + "\"");
-    if (m.on.batch == 0) r.at("batch").fail("must be >= 1");
-    m.rounds = positive_count(r.at("rounds"));
+    m.rounds = r.at("rounds").at_least<std::uint32_t>(1);
     m.switched = r.get<bool>("switched");
     auto cs = r.at("candidates");
     for (std::size_t i = 0; i < cs.size(); ++i) {
@@ -307,9 +298,8 @@ inline Plan plan_from_json(const nlohmann::json& json, const OpGraph& graph, con
         if (s.stream >= plan.stream_count())
             st.at("stream").fail("stream " + std::to_string(s.stream) + " does not exist (the plan has " +
                                  std::to_string(plan.stream_count()) + ")");
-        s.parts = st.get_or<std::uint32_t>("parts", 1);
+        s.parts = st.find("parts") ? st.at("parts").at_least<std::uint32_t>(1) : 1;
         s.part = st.get_or<std::uint32_t>("part", 0);
-        if (s.parts == 0) st.at("parts").fail("must be >= 1");
         if (s.part >= s.parts) st.at("part").fail("must be < parts (" + std::to_string(s.parts) + ")");
         plan.steps.push_back(s);
     }

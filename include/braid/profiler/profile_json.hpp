@@ -35,8 +35,7 @@ inline nlohmann::json dim3_json(const Dim3& d) { return nlohmann::json::array({d
 inline DurationStats stats_from_json(const JsonReader& r) {
     r.allow_only({"median", "min", "max", "count"});
     DurationStats s;
-    s.count = r.get<std::uint32_t>("count");
-    if (s.count == 0) r.at("count").fail("must be >= 1 (a duration needs at least one sample)");
+    s.count = r.at("count").at_least<std::uint32_t>(1);  // a duration needs at least one sample
     auto number = [&](const char* key) {
         const double v = r.get<double>(key);
         if (!std::isfinite(v) || v < 0.0) r.at(key).fail("must be a finite number >= 0, got " + std::to_string(v));
@@ -59,8 +58,7 @@ inline Dim3 dim3_from_json(const JsonReader& r, bool grid) {
     Dim3 d;
     std::uint32_t* parts[] = {&d.x, &d.y, &d.z};
     for (std::size_t i = 0; i < 3; ++i) {
-        *parts[i] = r[i].get<std::uint32_t>();
-        if (*parts[i] == 0) r[i].fail("must be >= 1");
+        *parts[i] = r[i].at_least<std::uint32_t>(1);
         const std::uint32_t most = grid ? (i == 0 ? LaunchLimits::max_grid_x : LaunchLimits::max_grid_yz)
                                         : (i == 2 ? LaunchLimits::max_block_z : LaunchLimits::max_block_xy);
         if (*parts[i] > most)
@@ -194,8 +192,7 @@ inline Profile profile_from_json(const nlohmann::json& json, const std::string& 
         p.run.plan = run.get_or<std::string>("plan", "serial");
         if (p.run.plan.empty()) run.at("plan").fail("must name the plan the iterations ran on (\"serial\")");
         p.run.warmup_iterations = run.get<std::uint32_t>("warmup_iterations");
-        p.run.measured_iterations = run.get<std::uint32_t>("measured_iterations");
-        if (p.run.measured_iterations == 0) run.at("measured_iterations").fail("must be >= 1");
+        p.run.measured_iterations = run.at("measured_iterations").at_least<std::uint32_t>(1);
         p.run.tool = run.get_or<std::string>("tool", "");
     }
     {
