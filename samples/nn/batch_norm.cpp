@@ -16,6 +16,10 @@ BatchNorm2d::BatchNorm2d(Shape4 input, BatchNormConfig cfg) : config(cfg), in(in
     if (!(cfg.epsilon > 0.0f) || !std::isfinite(cfg.epsilon))
         throw ShapeError("batch norm: epsilon must be a finite number > 0, got " + fmt::format("{}", cfg.epsilon));
     if (!(cfg.momentum >= 0.0f && cfg.momentum <= 1.0f)) throw ShapeError("batch norm: momentum must be in [0, 1]");
+    if (in.c > channel_reduction_max_channels)
+        throw ShapeError("batch norm: " + std::to_string(in.c) + " channels, more than the " +
+                         std::to_string(channel_reduction_max_channels) +
+                         " braid's batch norm kernels reduce (one CUDA grid row per channel)");
 }
 
 std::vector<ParamSpec> BatchNorm2d::parameters() const {

@@ -15,6 +15,10 @@ namespace braid::samples {
 
 inline constexpr unsigned channel_block_threads = 256;   // a block of a (slice, channel) grid
 inline constexpr unsigned channel_finish_threads = 128;  // a block of the one-thread-per-channel finish
+// Channels one reduction can cover: a grid row (blockIdx.y) per channel, and
+// CUDA allows at most 65535 rows. Layers refuse more (a batch norm over
+// them, a convolution bias of more output channels).
+inline constexpr std::uint32_t channel_reduction_max_channels = 65535;
 
 // Slices per channel: about 16 of a channel's (image, pixel) elements per
 // thread, at most 64 slices.

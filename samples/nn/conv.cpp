@@ -22,6 +22,9 @@ Conv2d::Conv2d(Shape4 input, ConvConfig cfg) : config(cfg), in(input) {
              " output channels do not divide into " + std::to_string(cfg.groups) + " groups");
     if (in.n == 0 || in.c == 0) fail("empty input " + to_string(in));
     if (!std::isfinite(cfg.bias_init)) fail("the bias must start at a finite value, got " + fmt::format("{}", cfg.bias_init));
+    if (cfg.bias && cfg.out_channels > channel_reduction_max_channels)
+        fail("a bias over " + std::to_string(cfg.out_channels) + " output channels: braid's bias gradient reduces at most " +
+             std::to_string(channel_reduction_max_channels) + " channels (one CUDA grid row each); leave the bias out");
     if (std::uint64_t{in.h} + 2 * std::uint64_t{p.h} < k.h || std::uint64_t{in.w} + 2 * std::uint64_t{p.w} < k.w)
         fail("a " + to_string(k) + " kernel with padding " + (p.square() ? std::to_string(p.h) : to_string(p)) +
              " does not fit a " + std::to_string(in.h) + "x" + std::to_string(in.w) + " input");

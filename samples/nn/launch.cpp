@@ -8,6 +8,9 @@
 
 namespace braid::samples {
 
+static_assert(channel_reduction_max_channels == braid::LaunchLimits::max_grid_yz,
+              "a channel reduction's grid rows are CUDA's grid y");
+
 namespace {
 
 std::uint32_t ceil_div_u32(std::uint64_t a, std::uint64_t b) {

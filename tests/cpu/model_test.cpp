@@ -319,21 +319,30 @@ TEST_CASE("device JSON: round trip and errors that name the field") {
           "$.peak_bf16_tflops: device 'h100': peak_bf16_tflops must be 0 (no such tensor cores) or >= 0.01 (far below "
           "any GPU)");
     // Names are printed: control characters (an escape sequence, a newline) are refused, unprinted.
+    const std::string unprintable =
+        "must be printable text of at most 256 bytes, not blank, without control or invisible formatting characters";
     j = to_json(find_device("h100"));
     j["name"] = "H100\u001b[2J\nrm -rf";
-    CHECK(error_of([&] { (void)device_from_json(j); }) ==
-          "$.name: device name: must be printable text of at most 256 bytes, without control characters");
+    CHECK(error_of([&] { (void)device_from_json(j); }) == "$.name: device name: " + unprintable);
     j["name"] = "H100 \u009b2J";  // CSI, a C1 control
-    CHECK(error_of([&] { (void)device_from_json(j); }) ==
-          "$.name: device name: must be printable text of at most 256 bytes, without control characters");
+    CHECK(error_of([&] { (void)device_from_json(j); }) == "$.name: device name: " + unprintable);
+    // Invisible formatting characters, which make one name read as another: a direction override, a zero-width
+    // space, a direction isolate, a byte order mark.
+    for (const char* sly : {"H100\u202e001H", "H1\u200b00", "H100 \u2067x\u2069", "\ufeffH100"}) {
+        j["name"] = sly;
+        CHECK(error_of([&] { (void)device_from_json(j); }) == "$.name: device name: " + unprintable);
+    }
+    j["name"] = "NVIDIA\u00a0H100";  // a no-break space is printable
+    CHECK(device_from_json(j).name == "NVIDIA\u00a0H100");
     j["name"] = std::string(257, 'x');
     CHECK(error_of([&] { (void)device_from_json(j); }).rfind("$.name: device name: must be printable", 0) == 0);
     j["name"] = "NVIDIA H100 80GB HBM3 — ünïcode is text";
     CHECK(device_from_json(j).name == "NVIDIA H100 80GB HBM3 — ünïcode is text");
     j = to_json(find_device("h100"));
     j["key"] = "h\t100";
-    CHECK(error_of([&] { (void)device_from_json(j); }) ==
-          "$.key: device key: must be printable text of at most 256 bytes, without control characters");
+    CHECK(error_of([&] { (void)device_from_json(j); }) == "$.key: device key: " + unprintable);
+    j["key"] = "  ";
+    CHECK(error_of([&] { (void)device_from_json(j); }) == "$.key: device key: " + unprintable);
     j = to_json(find_device("h100"));
     j["max_threads_per_block"] = 1000;
     CHECK(error_of([&] { (void)device_from_json(j); }) ==

@@ -554,6 +554,25 @@ TEST_CASE("GEMM estimates stay launchable when a dimension has more than 65535 t
     CHECK(dx.front().shape.blocks() > braid::LaunchLimits::max_grid_yz);
 }
 
+TEST_CASE("per-channel reductions: layers refuse more channels than a CUDA grid has rows, naming the limit") {
+    // 65535 channels still plan: each reduction kernel's grid fits.
+    const BatchNorm2d widest(Shape4{1, 65535, 1, 1}, BatchNormConfig{});
+    for (const Pass p : {Pass::forward, Pass::backward_data, Pass::backward_weight})
+        for (const braid::KernelEstimate& k : widest.kernels(p, EstimateOptions{})) {
+            CAPTURE(k.shape.name);
+            CHECK(braid::launch_problem(k.shape).empty());
+        }
+    CHECK_THROWS_WITH_AS(BatchNorm2d(Shape4{1, 65536, 1, 1}, BatchNormConfig{}),
+                         "batch norm: 65536 channels, more than the 65535 braid's batch norm kernels reduce (one CUDA grid "
+                         "row per channel)",
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(Conv2d(Shape4{1, 3, 4, 4}, ConvConfig{70000, 1, 1, 0, 1, true}),
+                         "convolution: a bias over 70000 output channels: braid's bias gradient reduces at most 65535 "
+                         "channels (one CUDA grid row each); leave the bias out",
+                         ShapeError);
+    CHECK_NOTHROW(Conv2d(Shape4{1, 3, 4, 4}, ConvConfig{70000, 1, 1, 0, 1, false}));
+}
+
 TEST_CASE("SGD with momentum and weight decay") {
     const SgdConfig sgd{0.1f, 0.9f, 0.01f};
     std::vector<float> w{1.0f, -2.0f}, g{0.5f, 0.25f}, v{0.2f, 0.0f};

@@ -68,21 +68,32 @@ inline void validate(const DeviceSpec& d) {
     need(!d.key.empty() || !d.name.empty(), "key", "or name must be set");
     // Key and name are printed in tables and errors: text without control
     // characters (which could rewrite a terminal: C0, DEL, and C1 as UTF-8,
-    // 0xC2 0x80-0x9F), and not a page long.
-    const auto has_control = [](const std::string& t) {
+    // 0xC2 0x80-0x9F) or invisible formatting ones (which make one name
+    // read as another: zero-width and direction marks U+200B-U+200F, line
+    // and paragraph separators and direction embeddings and overrides
+    // U+2028-U+202E, word joiner to direction isolates U+2060-U+2069, the
+    // byte order mark U+FEFF, the Arabic letter mark U+061C), not blank,
+    // and not a page long.
+    const auto unprintable = [](const std::string& t) {
+        const auto byte = [&](std::size_t i) { return i < t.size() ? static_cast<unsigned char>(t[i]) : 0u; };
         for (std::size_t i = 0; i < t.size(); ++i) {
-            const auto u = static_cast<unsigned char>(t[i]);
+            const unsigned u = byte(i);
             if (u < 0x20 || u == 0x7f) return true;
-            if (u == 0xc2 && i + 1 < t.size() && static_cast<unsigned char>(t[i + 1]) >= 0x80 &&
-                static_cast<unsigned char>(t[i + 1]) <= 0x9f)
+            if (u == 0xc2 && byte(i + 1) >= 0x80 && byte(i + 1) <= 0x9f) return true;
+            if (u == 0xd8 && byte(i + 1) == 0x9c) return true;
+            if (u == 0xe2 && byte(i + 1) == 0x80 &&
+                ((byte(i + 2) >= 0x8b && byte(i + 2) <= 0x8f) || (byte(i + 2) >= 0xa8 && byte(i + 2) <= 0xae)))
                 return true;
+            if (u == 0xe2 && byte(i + 1) == 0x81 && byte(i + 2) >= 0xa0 && byte(i + 2) <= 0xa9) return true;
+            if (u == 0xef && byte(i + 1) == 0xbb && byte(i + 2) == 0xbf) return true;
         }
-        return false;
+        return !t.empty() && t.find_first_not_of(' ') == std::string::npos;
     };
     for (const auto& [field, text] : {std::pair{"key", &d.key}, std::pair{"name", &d.name}})
-        if (text->size() > 256 || has_control(*text))
+        if (text->size() > 256 || unprintable(*text))
             throw DeviceFieldError(field, std::string("device ") + field +
-                                              ": must be printable text of at most 256 bytes, without control characters");
+                                              ": must be printable text of at most 256 bytes, not blank, without "
+                                              "control or invisible formatting characters");
     // Upper bounds far above any GPU (the H200 has 132 SMs, 2048 threads,
     // 32 blocks, 64K registers and 228 KB of shared memory per SM, 128
     // resident grids): they keep a mistyped or hostile device file from
