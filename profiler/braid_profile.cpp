@@ -47,16 +47,16 @@ int main(int argc, char** argv) {
     // A bundled net's size, with braid-train's options and defaults.
     braid::samples::NetConfig& m = opt.net;
     CLI::Option* batch =
-        app.add_option("--batch", m.batch, "bundled net: images per iteration")->check(CLI::Range(1u, braid::cli::max_batch))->capture_default_str();
+        app.add_option("--batch", m.batch, "bundled net: images per iteration")->check(braid::cli::range(1u, braid::cli::max_batch))->capture_default_str();
     CLI::Option* image = app.add_option("--image", m.image,
                                         "bundled net: image height and width in pixels [default: the net's own, 299 "
                                         "for inception_v3, 224 for the others]")
-                             ->check(CLI::Range(1u, braid::cli::max_image));
+                             ->check(braid::cli::range(1u, braid::cli::max_image));
     CLI::Option* classes = app.add_option("--classes", m.classes, "bundled net: number of classes")
-                               ->check(CLI::Range(2u, braid::cli::max_classes))
+                               ->check(braid::cli::range(2u, braid::cli::max_classes))
                                ->capture_default_str();
     CLI::Option* width = app.add_option("--width-scale", m.width_scale, "bundled net: multiplies every hidden channel count")
-                             ->check(CLI::Range(braid::cli::min_width_scale, braid::cli::max_width_scale))
+                             ->check(braid::cli::range(braid::cli::min_width_scale, braid::cli::max_width_scale))
                              ->capture_default_str();
     bool no_aux = false;
     CLI::Option* aux = app.add_flag("--no-aux", no_aux,
@@ -66,18 +66,18 @@ int main(int argc, char** argv) {
         app.add_flag("--share-bn-sums", m.share_batch_norm_sums, braid::samples::share_batch_norm_sums_help);
     std::uint64_t bucket_mib = 0;
     CLI::Option* bucket = app.add_option("--update-bucket-mib", bucket_mib, braid::samples::update_bucket_help)
-                              ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30))
+                              ->check(braid::cli::range(std::uint64_t{0}, std::uint64_t{1} << 30))
                               ->capture_default_str();
     CLI::Option* gpu = app.add_option("--gpu", opt.device, "CUDA device ordinal of the GPU to profile")
-                           ->check(CLI::Range(0, 1023))
+                           ->check(braid::cli::range(0, 1023))
                            ->capture_default_str();
     // --device names a GPU model in the other tools; here it was the ordinal.
     braid::cli::add_deprecated(app, "--device", opt.device, "--gpu (--device names a GPU model in the other tools)", gpu,
-                               CLI::Range(0, 1023));
+                               braid::cli::range(0, 1023));
     app.add_option("--warmup", opt.warmup, "warm-up iterations (not measured)")
-        ->check(CLI::Range(0u, 100000u))
+        ->check(braid::cli::range(0u, 100000u))
         ->capture_default_str();
-    app.add_option("--iters", opt.iters, "measured iterations")->check(CLI::Range(1u, 100000u))->capture_default_str();
+    app.add_option("--iters", opt.iters, "measured iterations")->check(braid::cli::range(1u, 100000u))->capture_default_str();
     CLI::Option* profile_out =
         app.add_option("--profile-out", opt.out_profile, "where to write the profile")->capture_default_str();
     CLI::Option* plan_out = app.add_option("--plan-out", opt.out_plan, "where to write the plan")->capture_default_str();
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember(braid::strategy_names()))
         ->capture_default_str();
     app.add_option("--max-streams", opt.max_streams, "most streams the plan may use")
-        ->check(CLI::Range(1u, braid::cli::max_streams))
+        ->check(braid::cli::range(1u, braid::cli::max_streams))
         ->capture_default_str();
     app.add_option("--mode", opt.mode, "how the plan is to run: graph (one captured CUDA graph) or eager (launch by launch)")
         ->check(CLI::IsMember({"graph", "eager"}))

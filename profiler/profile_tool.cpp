@@ -155,13 +155,7 @@ void report(const Profile& profile, const OpGraph& graph, const DeviceSpec& dev,
     plan_options.mode = mode;
     plan_options.sim = planning.sim;
     const Plan plan = make_plan(graph, dev, costs, plan_options);
-    {
-        std::FILE* out = std::fopen(opt.out_plan.c_str(), "wb");
-        if (!out) throw Error("cannot open '" + opt.out_plan + "' for writing");
-        const std::string text = to_json(plan, graph).dump(2) + "\n";
-        const bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
-        if (std::fclose(out) != 0 || !ok) throw Error("could not write the plan to '" + opt.out_plan + "'");
-    }
+    save_plan(plan, graph, opt.out_plan, "--plan-out");
 
     const Plan serial = strategy::serial(graph, dev.key);
     const Prediction serial_pred = predict(graph, serial, dev, costs, mode, plan_options.sim);

@@ -345,13 +345,13 @@ int main(int argc, char** argv) {
         ->delimiter(',')
         ->check(CLI::IsMember(network_names()))
         ->capture_default_str();
-    app.add_option("--batch", o.batch, "images per call")->check(CLI::Range(1u, 65536u))->capture_default_str();
-    app.add_option("--image", o.image, "square image size (default: each net's own)")->check(CLI::Range(1u, 4096u));
+    app.add_option("--batch", o.batch, "images per call")->check(braid::cli::range(1u, 65536u))->capture_default_str();
+    app.add_option("--image", o.image, "square image size (default: each net's own)")->check(braid::cli::range(1u, 4096u));
     app.add_option("--rounds", o.rounds, "interleaved rounds; a pass's time is their median")
-        ->check(CLI::Range(1u, 10000u))
+        ->check(braid::cli::range(1u, 10000u))
         ->capture_default_str();
     app.add_option("--reps", o.reps, "runs of a pass per round, timed together")
-        ->check(CLI::Range(1u, 10000u))
+        ->check(braid::cli::range(1u, 10000u))
         ->capture_default_str();
     app.add_option("--tf32", o.tf32, "1: TF32 tensor cores allowed (the trainers' default)")
         ->check(braid::cli::zero_or_one())
@@ -360,7 +360,7 @@ int main(int argc, char** argv) {
         ->check(braid::cli::zero_or_one())
         ->capture_default_str();
     app.add_option("--workspace-mib", o.workspace_mib, "most cuDNN workspace one call may ask for")
-        ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 20))
+        ->check(braid::cli::range(std::uint64_t{0}, std::uint64_t{1} << 20))
         ->capture_default_str();
     return gpu_program_main(app, argc, argv, "the convolution benchmark", [&] {
         fmt::print("bench-gpu-conv: {}; tf32 {}, {}, workspace limit {} MiB\n", cuda_device_description(),

@@ -109,21 +109,21 @@ void add_options(CLI::App& app, Options& o) {
         ->capture_default_str();
     app.add_option("--batches,--batch", o.batches, "batch sizes, comma-separated")
         ->delimiter(',')
-        ->check(CLI::Range(1u, 65536u))
+        ->check(braid::cli::range(1u, 65536u))
         ->capture_default_str();
-    app.add_option("--image", o.image, "square image size (default: each net's own)")->check(CLI::Range(1u, 4096u));
-    app.add_option("--classes", o.classes, "classes of the classifier")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
+    app.add_option("--image", o.image, "square image size (default: each net's own)")->check(braid::cli::range(1u, 4096u));
+    app.add_option("--classes", o.classes, "classes of the classifier")->check(braid::cli::range(1u, 1u << 20))->capture_default_str();
     app.add_option("--width-scale", o.width_scale, "channel-count multiplier")
         ->check(braid::cli::between(1e-3, 16.0))
         ->capture_default_str();
     app.add_option("--iters", o.iterations, "timed iterations per configuration")
-        ->check(CLI::Range(1u, 100000u))
+        ->check(braid::cli::range(1u, 100000u))
         ->capture_default_str();
     app.add_option("--check-iters", o.check_iterations, "iterations of each bitwise check")
-        ->check(CLI::Range(1u, 100000u))
+        ->check(braid::cli::range(1u, 100000u))
         ->capture_default_str();
     app.add_option("--tune-top", o.tune_top, "braid's best plans by the model that tuning measures")
-        ->check(CLI::Range(1u, 1000u))
+        ->check(braid::cli::range(1u, 1000u))
         ->capture_default_str();
     app.add_option("--tune-budget", o.tune_budget_s,
                    "seconds of tuning per net and batch, preparation included (0: no tuning)")
@@ -136,7 +136,7 @@ void add_options(CLI::App& app, Options& o) {
         ->check(CLI::IsMember({0, 1}));
     app.add_option("--update-bucket-mib", o.update_bucket_mib,
                    "multi-tensor SGD buckets of this many MiB (keys <net>_bucketN; 0: per layer)")
-        ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
+        ->check(braid::cli::range(std::uint64_t{0}, std::uint64_t{1} << 30));
     app.add_option("--conv-api", o.conv_api,
                    "cuDNN API of the convolutions: legacy calls or graph-API engines (keys <net>_graphapi)")
         ->check(CLI::IsMember({"legacy", "graph"}))

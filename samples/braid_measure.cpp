@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -54,9 +53,19 @@ std::string relative_to(const std::string& path, const std::filesystem::path& fo
     return std::filesystem::absolute(path).lexically_normal().lexically_relative(base.lexically_normal()).generic_string();
 }
 
+// A plan braid-measure makes for a fresh data set, written once every row
+// has passed its checks.
+struct MadePlan {
+    std::string profile;  // the profile it was made from
+    std::string text;     // the plan file
+};
+using MadePlans = std::map<std::filesystem::path, MadePlan>;  // by absolute path
+
+std::filesystem::path absolute_path(const std::filesystem::path& p) { return std::filesystem::absolute(p).lexically_normal(); }
+
 // The rows of a fresh data set (no times yet), files named relative to the
-// output's folder.
-braid::MeasurementSet fresh_rows(const Options& o) {
+// output's folder; the plans it makes go to `made`.
+braid::MeasurementSet fresh_rows(const Options& o, MadePlans& made) {
     braid::MeasurementSet m;
     m.folder = std::filesystem::path(o.out).parent_path();
     std::set<std::string> seen;
@@ -95,9 +104,10 @@ braid::MeasurementSet fresh_rows(const Options& o) {
             } catch (const std::exception& e) {
                 throw braid::Error("profile '" + p + "': " + e.what());
             }
-            std::ofstream f(file);
-            f << braid::to_json(urgent, *profile.graph).dump(2) << "\n";
-            if (!f.flush()) throw braid::Error("writing plan '" + file.string() + "' failed");
+            const auto [at, fresh] = made.try_emplace(absolute_path(file), MadePlan{p, braid::plan_file_text(urgent, *profile.graph)});
+            if (!fresh)
+                throw braid::Error("--profiles: '" + at->second.profile + "' and '" + p + "' would both make the plan '" +
+                                   file.string() + "'; give the profiles different file names");
             m.rows.push_back({"nimble-critical-path", relative_to(p, m.folder), relative_to(file.string(), m.folder),
                               braid::LaunchMode::graph, {}, profile.run.settings});
             fmt::print("braid-measure: {}: and {}, graph mode\n", p, file.string());
@@ -106,11 +116,19 @@ braid::MeasurementSet fresh_rows(const Options& o) {
     return m;
 }
 
-// The plan a row names, for the graph braid builds for its network.
-braid::Plan row_plan(const braid::MeasurementSet& m, const braid::MeasuredRow& row, const braid::OpGraph& g) {
+// The plan a row names, for the graph braid builds for its network: read
+// from its file, or from `made` before that file is written.
+braid::Plan row_plan(const braid::MeasurementSet& m, const braid::MeasuredRow& row, const braid::OpGraph& g,
+                     const MadePlans& made) {
     if (row.plan == "serial") return braid::strategy::serial(g, m.device_key);
     if (row.plan == "nimble") return braid::strategy::nimble(g, m.device_key);
-    return braid::load_plan((m.folder / row.plan).string(), g);
+    const std::filesystem::path file = m.folder / row.plan;
+    if (const auto it = made.find(absolute_path(file)); it != made.end()) {
+        braid::Plan plan = braid::plan_from_json(nlohmann::json::parse(it->second.text), g, file.string());
+        braid::validate(plan, g);
+        return plan;
+    }
+    return braid::load_plan(file.string(), g);
 }
 
 // Rows of one network (its kernel settings included) and launch mode: they
@@ -141,7 +159,8 @@ Work work_of(const Options& o) {
     if (::access(where.c_str(), W_OK) != 0 || (std::filesystem::exists(o.out) && ::access(o.out.c_str(), W_OK) != 0))
         throw braid::Error("--measurements-out '" + o.out + "': not writable");
     Work w;
-    w.m = o.profiles.empty() ? braid::load_measurements(o.in) : fresh_rows(o);
+    MadePlans made;
+    w.m = o.profiles.empty() ? braid::load_measurements(o.in) : fresh_rows(o, made);
     // Files are named relative to the file written, wherever the input was.
     for (braid::MeasuredRow& row : w.m.rows) {
         row.profile = relative_to((w.m.folder / row.profile).string(), out_folder);
@@ -202,12 +221,16 @@ Work work_of(const Options& o) {
                                     braid::samples::kernel_settings_from(row.network), {}, {}});
             }
             Group& g = w.groups[it->second];
-            g.candidates.push_back({row.label, row_plan(w.m, row, g.tg.graph)});
+            g.candidates.push_back({row.label, row_plan(w.m, row, g.tg.graph, made)});
             g.rows.push_back(i);
         } catch (const std::exception& e) {
             throw braid::Error(who + ": " + e.what());
         }
     }
+    // Every check passed: the plans made for the data set can be written.
+    std::vector<braid::detail::FileToWrite> files;
+    for (const auto& [path, plan] : made) files.push_back({"plan made from '" + plan.profile + "'", path, plan.text});
+    braid::detail::write_files(files);
     return w;
 }
 
@@ -224,12 +247,7 @@ void write_measured(const Options& o, const braid::MeasurementSet& m, const std:
                               braid::samples::cuda_device_description(), o.rounds, from,
                               groups_done == groups ? ""
                                                     : fmt::format(" (the first {} of {} groups)", groups_done, groups));
-    const std::string tmp = o.out + ".part";
-    std::ofstream f(tmp);
-    f << braid::measurements_to_json(part).dump(2) << "\n";
-    f.close();
-    if (!f) throw braid::Error("cannot write '" + tmp + "'");
-    std::filesystem::rename(tmp, o.out);
+    braid::detail::write_file("--measurements-out", o.out, braid::measurements_to_json(part).dump(2) + "\n");
 }
 
 int run(const Options& o, Work w) {
@@ -311,7 +329,7 @@ int main(int argc, char** argv) {
                    "relative to it")
         ->capture_default_str();
     app.add_option("--rounds", o.rounds, "interleaved rounds: the repeats each row gets")
-        ->check(CLI::Range(1u, 10000u))
+        ->check(braid::cli::range(1u, 10000u))
         ->capture_default_str();
     std::optional<Work> work;
     return braid::samples::gpu_program_main(

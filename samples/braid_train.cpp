@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -356,12 +355,7 @@ int dry_run(const Options& o, const TrainingGraph& tg, const std::string& label)
     const std::optional<braid::Calibration> calibration = training_calibration(o, device);
     const braid::Plan plan = make_training_plan(o, tg, device, calibration);
     braid::validate(plan, tg.graph);  // a file's plan was validated on load; a strategy's is checked the same way
-    if (!o.plan_out.empty()) {
-        std::ofstream f(o.plan_out);
-        f << braid::to_json(plan, tg.graph).dump(2) << '\n';
-        f.close();
-        if (!f) throw braid::Error("--plan-out: cannot write " + o.plan_out);
-    }
+    if (!o.plan_out.empty()) braid::save_plan(plan, tg.graph, o.plan_out, "--plan-out");
     std::size_t parts = 0;
     for (const braid::PlanStep& step : plan.steps) parts += step.parts > 1 ? 1 : 0;
     fmt::print("plan '{}' ({}) fits graph {} ({} ops): every dependency ordered; {} streams, {} steps ({} batch "
@@ -545,12 +539,7 @@ int train(Options o) {
 #endif
     const braid::Plan plan = o.tune ? tuned_training_plan(o, tg, device, calibration, label, engines)
                                     : make_training_plan(o, tg, device, calibration, engines);
-    if (!o.plan_out.empty()) {
-        std::ofstream f(o.plan_out);
-        f << braid::to_json(plan, tg.graph).dump(2) << '\n';
-        f.close();
-        if (!f) throw braid::Error("--plan-out: cannot write " + o.plan_out);
-    }
+    if (!o.plan_out.empty()) braid::save_plan(plan, tg.graph, o.plan_out, "--plan-out");
     std::size_t split_steps = 0;
     for (const braid::PlanStep& s : plan.steps) split_steps += s.parts > 1 ? 1 : 0;
     fmt::print("plan: {} ({}), {} streams, {} steps ({} batch parts), {} waits\n", plan.strategy,
@@ -634,7 +623,7 @@ int main(int argc, char** argv) {
     CLI::Option* fuse = app.add_flag("--fuse-relu", m.fuse_relu, fuse_relu_help);
     CLI::Option* share = app.add_flag("--share-bn-sums", m.share_batch_norm_sums, share_batch_norm_sums_help);
     app.add_option("--update-bucket-mib", o.update_bucket_mib, update_bucket_help)
-        ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30))
+        ->check(braid::cli::range(std::uint64_t{0}, std::uint64_t{1} << 30))
         ->capture_default_str();
     app.add_option("--prototxt", o.prototxt,
                    "train a Caffe net definition instead of --net (docs/caffe.md); --batch, --image and --classes, "

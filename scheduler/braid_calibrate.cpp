@@ -5,7 +5,6 @@
 // load with --calibration, and prints how well it predicts every row.
 #include <cstdio>
 #include <exception>
-#include <fstream>
 #include <type_traits>
 #include <string>
 #include <vector>
@@ -131,12 +130,9 @@ int run(const Options& o) {
         test_groups.empty() ? std::vector<braid::samples::AccuracyRow>{} : braid::samples::accuracy_rows(in, c, test_groups);
     nlohmann::json report{{"fitted", report_json(fitted, false)}};
     if (!held.empty()) report["held_out"] = report_json(held, true);
-    braid::save_calibration(c, o.out, report);
-    if (!o.cpp_out.empty()) {
-        std::ofstream cpp(o.cpp_out);
-        cpp << as_cpp(c);
-        if (!cpp) throw braid::Error("cannot write '" + o.cpp_out + "'");
-    }
+    std::vector<braid::detail::FileToWrite> files{{"--calibration-out", o.out, braid::calibration_file_text(c, report)}};
+    if (!o.cpp_out.empty()) files.push_back({"--cpp-out", o.cpp_out, as_cpp(c)});
+    braid::detail::write_files(files);
     if (o.format == "json") {
         nlohmann::json j = braid::to_json(c);
         j["report"] = report;

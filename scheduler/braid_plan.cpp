@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
 #include <string>
@@ -144,18 +143,6 @@ Problem load_problem(const Options& o) {
     return p;
 }
 
-// `option` names the output in errors ("--trace-out: cannot write ...").
-void write_file(const std::string& option, const std::string& path, const std::string& text) {
-    const std::filesystem::path fp(path);
-    std::error_code ec;
-    if (fp.has_parent_path()) std::filesystem::create_directories(fp.parent_path(), ec);
-    std::ofstream out(path, std::ios::binary);
-    if (!out) throw braid::Error(option + ": cannot write '" + path + "'");
-    out << text;
-    out.flush();
-    if (!out) throw braid::Error(option + ": writing '" + path + "' failed");
-}
-
 // Where the plan, the trace and the timeline go.
 std::tuple<std::string, std::string, std::string> output_paths(const Options& o) {
     return {o.plan_file.empty() ? o.out_dir + "/plan.json" : o.plan_file,
@@ -213,12 +200,14 @@ int run(const Options& o) {
     const braid::sim::Result& result = chosen.simulated.result;
     const std::set<braid::OpId> critical(cmp.bound.critical_ops.begin(), cmp.bound.critical_ops.end());
 
-    write_file(plan_option, plan_path, braid::to_json(chosen.plan, g).dump(2) + "\n");
-    write_file(trace_option, trace_path, braid::sim::chrome_trace(program, result, "predicted " + p.device.key).dump() + "\n");
     braid::TimelineSvgOptions so;
     so.title = fmt::format("{} on {} — {} plan, {} mode: {:.3f} ms predicted", p.what, p.device.key, o.strategy, o.mode,
                            result.makespan_ns / 1e6);
-    write_file(svg_option, svg_path, braid::timeline_svg(g, program, result, critical, so));
+    // All three or none: a plan beside a stale trace would mislead.
+    braid::detail::write_files(
+        {{plan_option, plan_path, braid::plan_file_text(chosen.plan, g)},
+         {trace_option, trace_path, braid::sim::chrome_trace(program, result, "predicted " + p.device.key).dump() + "\n"},
+         {svg_option, svg_path, braid::timeline_svg(g, program, result, critical, so)}});
 
     if (o.format == "json") {
         nlohmann::json rows = nlohmann::json::array();
@@ -320,21 +309,21 @@ int main(int argc, char** argv) {
     CLI::Option* net = app.add_option("--net", o.net, "bundled network: googlenet, resnet18, resnet34, resnet50, resnet101, resnet152, inception_v3")
         ->capture_default_str();
     CLI::Option* batch =
-        app.add_option("--batch", o.batch, "images per iteration")->check(CLI::Range(1u, braid::cli::max_batch))->capture_default_str();
+        app.add_option("--batch", o.batch, "images per iteration")->check(braid::cli::range(1u, braid::cli::max_batch))->capture_default_str();
     CLI::Option* image = app.add_option("--image", o.image,
                                         "square input images of this many pixels a side [default: the net's own, 299 "
                                         "for inception_v3, 224 for the others]")
-                             ->check(CLI::Range(1u, braid::cli::max_image));
+                             ->check(braid::cli::range(1u, braid::cli::max_image));
     CLI::Option* classes =
-        app.add_option("--classes", o.classes, "output classes")->check(CLI::Range(1u, braid::cli::max_classes))->capture_default_str();
+        app.add_option("--classes", o.classes, "output classes")->check(braid::cli::range(1u, braid::cli::max_classes))->capture_default_str();
     CLI::Option* width = app.add_option("--width-scale", o.width_scale, "multiply every hidden channel count (small nets for quick looks)")
-        ->check(CLI::Range(braid::cli::min_width_scale, braid::cli::max_width_scale))
+        ->check(braid::cli::range(braid::cli::min_width_scale, braid::cli::max_width_scale))
         ->capture_default_str();
     CLI::Option* no_aux = app.add_flag("--no-aux", o.no_aux, "GoogLeNet without its two auxiliary classifiers, Inception-v3 without AuxLogits");
     CLI::Option* fuse = app.add_flag("--fuse-relu", o.fuse_relu, braid::samples::fuse_relu_help);
     CLI::Option* share = app.add_flag("--share-bn-sums", o.share_bn_sums, braid::samples::share_batch_norm_sums_help);
     CLI::Option* bucket = app.add_option("--update-bucket-mib", o.update_bucket_mib, braid::samples::update_bucket_help)
-                              ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30))
+                              ->check(braid::cli::range(std::uint64_t{0}, std::uint64_t{1} << 30))
                               ->capture_default_str();
     CLI::Option* profile =
         app.add_option("--profile", o.profile, "plan the graph and measured costs of a braid-profile profile.json instead");
@@ -353,7 +342,7 @@ int main(int argc, char** argv) {
                    fmt::format("whose plan to write: {} (docs/design.md#strategies)", fmt::join(braid::strategy_names(), ", ")))
         ->capture_default_str();
     app.add_option("--max-streams", o.max_streams, "streams glp4nn, ios and braid may use")
-        ->check(CLI::Range(1u, braid::cli::max_streams))
+        ->check(braid::cli::range(1u, braid::cli::max_streams))
         ->capture_default_str();
     app.add_option("--mode", o.mode, "how plans are run: graph (one captured CUDA graph) or eager (launch by launch)")
         ->check(CLI::IsMember({"graph", "eager"}))
@@ -361,7 +350,7 @@ int main(int argc, char** argv) {
     app.add_option("--max-connections", o.max_connections,
                    "eager: plan for a process with this many hardware work queues (its CUDA_DEVICE_MAX_CONNECTIONS, "
                    "1 to 32); default: the calibration's, else 8")
-        ->check(CLI::Range(1, 32));
+        ->check(braid::cli::range(1, 32));
     app.add_option("--out", o.out_dir, "folder for plan.json, trace.json and timeline.svg")->capture_default_str();
     app.add_option("--plan-out", o.plan_file, "write the plan here instead");
     app.add_option("--trace-out", o.trace_file, "write the Chrome/Perfetto trace here instead");

@@ -412,8 +412,8 @@ TEST_CASE("braid-train --tune measures braid's plans on the host, trains with th
     const Run unwritable = braid_train("--net resnet18 " + tiny + " --tune --tune-top 2 --tune-budget 10 --tune-cache /proc/braid-cache");
     CAPTURE(unwritable.output);
     CHECK(unwritable.status == 0);
-    CHECK(unwritable.output.find("tune: not cached: cannot create the tuning cache folder /proc/braid-cache") !=
-          std::string::npos);
+    CHECK(unwritable.output.find("tune: not cached: tuning cache: cannot write '/proc/braid-cache/") != std::string::npos);
+    CHECK(unwritable.output.find("cannot make folder '/proc/braid-cache'") != std::string::npos);
     CHECK(unwritable.output.find("iteration 2/2") != std::string::npos);
 
     check_fails("--net resnet18 " + tiny + " --tune --strategy nimble",
@@ -487,8 +487,10 @@ TEST_CASE("braid-profile --net: braid-train's network options, errors before the
                     {"--net resnet50 --batch-norm auto", "--batch-norm: auto not in {own,cudnn}"},
                     {"--net resnet50 --layout auto", "--layout: auto not in {nchw,nhwc}"},
                     {"--layout nhwc", "--layout chooses how a bundled net's activations lie"},
-                    {"--warmup 4294967295", "--warmup: Value 4294967295 not in range 0 to 100000"},
-                    {"--max-streams 1024", "--max-streams: Value 1024 not in range 1 to 128"}});
+                    {"--warmup 4294967295", "--warmup: expected a whole number from 0 to 100000, got '4294967295'"},
+                    {"--warmup 1e3", "--warmup: expected a whole number from 0 to 100000, got '1e3'"},
+                    {"--warmup ''", "--warmup: must not be empty"},
+                    {"--max-streams 1024", "--max-streams: expected a whole number from 1 to 128, got '1024'"}});
     // Inception-v3's default is 299x299 here too: 224 would fail to build before any GPU is looked for.
     const std::filesystem::path v3_out =
         std::filesystem::temp_directory_path() / ("braid-cli-v3-" + std::to_string(getpid()) + ".profile.json");
@@ -676,6 +678,18 @@ TEST_CASE("braid-measure: a fresh data set from profiles, its rows checked befor
             if (row.plan != "serial" && row.plan != "nimble") CHECK(std::filesystem::is_regular_file(m.folder / row.plan));
         }
     }
+    // Two profiles of one file name would make one plan file: refused before either is written.
+    std::filesystem::create_directories(dir / "a");
+    std::filesystem::create_directories(dir / "b");
+    std::filesystem::copy_file(dir / "r8.profile.json", dir / "a/same.profile.json");
+    std::filesystem::copy_file(dir / "r8.profile.json", dir / "b/same.profile.json");
+    const Run same = measure("--profiles " + (dir / "a/same.profile.json").string() + "," +
+                             (dir / "b/same.profile.json").string() + " -o " + (dir / "out/same.json").string());
+    CAPTURE(same.output);
+    CHECK(same.status == 1);
+    CHECK(same.output.find("--profiles: '" + (dir / "a/same.profile.json").string() + "' and '" +
+                           (dir / "b/same.profile.json").string() + "' would both make the plan '") != std::string::npos);
+    CHECK(!std::filesystem::exists(dir / "out/same.nimble-critical-path.plan.json"));
     // The file written may not be one it reads: the profile, its plan, or the measurements.
     for (const std::string& input : {std::string("r8.profile.json"), std::string("r8.plan.json")}) {
         const Run over = measure("--profiles " + (dir / "r8.profile.json").string() + " --rounds 1 -o " + (dir / input).string());
@@ -691,6 +705,7 @@ TEST_CASE("braid-measure: a fresh data set from profiles, its rows checked befor
     CHECK(kernels.status == 1);
     CHECK(kernels.output.find("measurements row 0 ('serial'): kernel setting 'conv_api' is 'frontend'") !=
           std::string::npos);
+    CHECK(!std::filesystem::exists(dir / "out/k.nimble-critical-path.plan.json"));  // nothing made for a refused run
     // A row of a data set that asks for other kernels than its profile ran is refused, both named.
     nlohmann::json rows = {{"format", "braid.measurements"},
                            {"version", 1},

@@ -16,9 +16,12 @@
 #include <utility>
 #include <vector>
 #include <system_error>
+#include <type_traits>
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+
+#include "braid/detail/write_files.hpp"
 
 namespace braid::cli {
 
@@ -160,12 +163,32 @@ inline void refuse_empty_values(CLI::App& app) {
                 ""));
 }
 
+// CLI::Range's check, with an error that says the rule and the value given:
+// "--warmup: expected a whole number from 0 to 100000, got '1e3'". (CLI11's
+// own says "Value 1e3 not in range 0 to 100000", also of a value in range
+// that is not a whole number, and of an empty one; and it lets "nan" pass.)
+// The help text is CLI::Range's.
+template <class T>
+CLI::Validator range(T least, T most) {
+    CLI::Validator v = CLI::Range(least, most);
+    v.operation([least, most](std::string& input) {
+        if (input.empty()) return std::string("must not be empty");
+        T value{};
+        if (CLI::detail::lexical_cast(input, value) && value >= least && value <= most) return std::string();
+        return fmt::format("expected {} from {} to {}, got '{}'", std::is_integral_v<T> ? "a whole number" : "a number",
+                           least, most, input);
+    });
+    return v;
+}
+
 // Why `path`, given to `option`, cannot be written, or "" when it can be as
 // far as can be told before writing: the path is not a folder, and its
-// folder exists and is a writable folder. With `makes_folders` (the writer
-// creates missing folders) they are created here, now. Tools ask before
-// work that takes long, so that a mistyped output path does not cost a fit
-// or a GPU run.
+// folder exists and is a writable folder. With `makes_folders` (the writer,
+// braid::detail::write_files, creates missing folders) the missing folders
+// are made to see that they can be, then removed again, so that a run
+// refused later leaves no empty folders behind. Tools ask before work that
+// takes long, so that a mistyped output path does not cost a fit or a GPU
+// run.
 inline std::string output_path_problem(const std::string& option, const std::string& path, bool makes_folders = false) {
     namespace fs = std::filesystem;
     std::error_code ec;
@@ -173,12 +196,21 @@ inline std::string output_path_problem(const std::string& option, const std::str
     if (fs::is_directory(p, ec)) return option + ": '" + path + "' is a folder; give a file name";
     const fs::path folder = p.has_parent_path() ? p.parent_path() : fs::path(".");
     const std::string cannot = option + ": cannot write '" + path + "': ";
-    if (makes_folders && !fs::exists(folder, ec) && !fs::create_directories(folder, ec) && ec)
-        return cannot + "cannot make folder '" + folder.string() + "': " + ec.message();
-    if (!fs::exists(folder, ec)) return cannot + "folder '" + folder.string() + "' does not exist";
-    if (!fs::is_directory(folder, ec)) return cannot + "'" + folder.string() + "' is not a folder";
-    if (::access(folder.c_str(), W_OK) != 0) return cannot + "folder '" + folder.string() + "' is not writable";
-    return "";
+    std::vector<fs::path> made;
+    if (makes_folders)
+        if (const std::string why = detail::make_folders(folder, made); !why.empty()) {
+            detail::remove_folders(made);
+            return cannot + why;
+        }
+    std::string problem;
+    if (!fs::exists(folder, ec))
+        problem = cannot + "folder '" + folder.string() + "' does not exist";
+    else if (!fs::is_directory(folder, ec))
+        problem = cannot + "'" + folder.string() + "' is not a folder";
+    else if (::access(folder.c_str(), W_OK) != 0)
+        problem = cannot + "folder '" + folder.string() + "' is not writable";
+    detail::remove_folders(made);
+    return problem;
 }
 
 // Two of `paths` (each a name for people, "--plan-out" or "input 'm.json'",

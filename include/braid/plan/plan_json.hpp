@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "braid/detail/json_reader.hpp"
+#include "braid/detail/write_files.hpp"
 #include "braid/error.hpp"
 #include "braid/graph/op_graph.hpp"
 #include "braid/plan/plan.hpp"
@@ -323,6 +324,15 @@ inline Plan load_plan(const std::string& path, const OpGraph& graph) {
     if (std::string problem = first_violation(plan, graph); !problem.empty())
         throw PlanError(path + ": invalid plan (strategy '" + plan.strategy + "'): " + problem);
     return plan;
+}
+
+// A plan file's text, as braid's tools write it.
+inline std::string plan_file_text(const Plan& plan, const OpGraph& graph) { return to_json(plan, graph).dump(2) + "\n"; }
+
+// Writes a plan file, whole or not at all; `label` ("--plan-out") starts
+// the error when it cannot be written.
+inline void save_plan(const Plan& plan, const OpGraph& graph, const std::string& path, const std::string& label = "plan") {
+    detail::write_file(label, path, plan_file_text(plan, graph));
 }
 
 }  // namespace braid

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -15,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "braid/detail/json_reader.hpp"
+#include "braid/detail/write_files.hpp"
 #include "braid/error.hpp"
 #include "braid/model/conv_engine.hpp"
 #include "braid/model/kernel_class.hpp"
@@ -250,16 +249,16 @@ inline Calibration load_calibration(const std::string& path) {
     return calibration_from_json(detail::JsonReader(detail::load_json_file(path), path + ": $"));
 }
 
-// Writes `c` (and, when given, a report for people) to `path`.
-inline void save_calibration(const Calibration& c, const std::string& path, const nlohmann::json& report = nullptr) {
+// A calibration file's text: `c` and, when given, a report for people.
+inline std::string calibration_file_text(const Calibration& c, const nlohmann::json& report = nullptr) {
     nlohmann::json j = to_json(c);
     if (!report.is_null()) j["report"] = report;
-    const std::filesystem::path p(path);
-    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-    std::ofstream out(path, std::ios::binary);
-    if (!out) throw Error("cannot write calibration '" + path + "'");
-    out << j.dump(2) << "\n";
-    if (!out) throw Error("writing calibration '" + path + "' failed");
+    return j.dump(2) + "\n";
+}
+
+// Writes `c` (and the report) to `path`, whole or not at all, making its folder.
+inline void save_calibration(const Calibration& c, const std::string& path, const nlohmann::json& report = nullptr) {
+    detail::write_file("calibration", path, calibration_file_text(c, report));
 }
 
 }  // namespace braid

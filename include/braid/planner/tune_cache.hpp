@@ -8,9 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <random>
 #include <string>
 #include <system_error>
 
@@ -80,26 +78,7 @@ inline CachedPlan find_tuned_plan(const std::filesystem::path& dir, const OpGrap
 inline std::filesystem::path store_tuned_plan(const std::filesystem::path& dir, const OpGraph& graph, const Plan& plan) {
     if (!plan.measured) throw PlanError("store_tuned_plan: the plan records no measurement");
     const std::filesystem::path path = tune_cache_file(dir, plan.graph_fingerprint, plan.measured->on);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw Error("cannot create the tuning cache folder " + dir.string() + ": " + ec.message());
-    // A name of its own, so that two runs storing at once do not mix their bytes.
-    const std::filesystem::path tmp = path.string() + ".tmp" + std::to_string(std::random_device{}());
-    {
-        std::ofstream f(tmp);
-        f << to_json(plan, graph).dump(2) << '\n';
-        f.close();
-        if (!f) {
-            std::filesystem::remove(tmp, ec);
-            throw Error("cannot write " + tmp.string());
-        }
-    }
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        const std::string why = ec.message();
-        std::filesystem::remove(tmp, ec);
-        throw Error("cannot move " + tmp.string() + " to " + path.string() + ": " + why);
-    }
+    save_plan(plan, graph, path.string(), "tuning cache");
     return path;
 }
 

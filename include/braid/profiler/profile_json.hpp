@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <string>
 #include <variant>
@@ -14,6 +13,7 @@
 
 #include "braid/config.hpp"
 #include "braid/detail/json_reader.hpp"
+#include "braid/detail/write_files.hpp"
 #include "braid/error.hpp"
 #include "braid/graph/graph_json.hpp"
 #include "braid/model/device_json.hpp"
@@ -332,11 +332,9 @@ inline Profile load_profile(const std::string& path) {
     return profile_from_json(detail::load_json_file(path), path + ": $");
 }
 
+// Writes `p` to `path`, whole or not at all (a reader never sees half a profile).
 inline void save_profile(const Profile& p, const std::string& path) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot open '" + path + "' for writing");
-    out << to_json(p).dump(2) << '\n';
-    if (!out) throw Error("could not write the profile to '" + path + "'");
+    detail::write_file("profile", path, to_json(p).dump(2) + "\n");
 }
 
 }  // namespace braid
