@@ -156,6 +156,9 @@ int main(int argc, char** argv) {
         for (const auto& [option, path] : {std::pair{"--profile-out", &opt.out_profile}, std::pair{"--plan-out", &opt.out_plan}})
             if (const std::string why = braid::cli::output_path_problem(option, *path); !why.empty())
                 throw braid::Error(why);
+        std::vector<std::pair<std::string, std::string>> files{{"--profile-out", opt.out_profile}, {"--plan-out", opt.out_plan}};
+        if (!opt.calibration.empty() && opt.calibration != "none") files.emplace_back("--calibration", opt.calibration);
+        if (const std::string why = braid::cli::same_file_problem(files); !why.empty()) throw braid::Error(why);
         if (!opt.calibration.empty() && opt.calibration != "none") (void)braid::load_calibration(opt.calibration);
         return braid::tool::run_profile_tool(opt);
     } catch (const std::exception& e) {

@@ -178,6 +178,14 @@ Work work_of(const Options& o) {
     for (const auto& input : inputs)
         if (const std::string why = braid::cli::same_file_problem({{"--measurements-out", o.out}, input}); !why.empty())
             throw braid::Error(why);
+    // Nor may a plan it makes land on a file it reads (a link named like the plan, to a profile).
+    for (const auto& [path, plan] : made)
+        for (const auto& input : inputs)
+            if (absolute_path(input.second) != path)
+                if (const std::string why = braid::cli::same_file_problem(
+                        {{"the plan made from '" + plan.profile + "'", path.string()}, input});
+                    !why.empty())
+                    throw braid::Error(why);
     // Each profile once: the graph braid builds today must be the one it ran, with the kernels the rows name, on one GPU.
     std::map<std::string, std::string> profiles;  // file -> its device
     for (std::size_t i = 0; i < w.m.rows.size(); ++i) {

@@ -614,6 +614,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--data-batches", o.train.data_batches,
                    "cycle through this many fixed synthetic batches (0: a fresh batch every iteration)")
+        ->check(braid::cli::range(std::uint64_t{0}, std::uint64_t{1} << 32))
         ->capture_default_str();
     CLI::Option* width = app.add_option("--width-scale", m.width_scale, "multiplies every hidden channel count")
         ->check(between(braid::cli::min_width_scale, braid::cli::max_width_scale))

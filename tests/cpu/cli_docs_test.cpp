@@ -165,7 +165,7 @@ TEST_CASE("old spellings still work, say what replaced them, and conflicting opt
         const Run abc = run_command(std::string(BRAID_PROFILE_PATH) + " --device abc");
         CAPTURE(abc.output);
         CHECK(abc.status != 0);
-        CHECK(abc.output.rfind("--device: expected a whole number from 0 to 1023, got 'abc'", 0) == 0);
+        CHECK(abc.output.rfind("--device: expected a whole number, got 'abc'", 0) == 0);
         const Run network = run_command(std::string(BRAID_PROFILE_PATH) + " --network vgg16");
         CAPTURE(network.output);
         CHECK(network.status != 0);

@@ -258,6 +258,13 @@ TEST_CASE("device table: every entry is valid, keys are unique, limits agree wit
     CHECK(find_device("a100").dram_bandwidth_gbps == 2039);
     auto msg = error_of([] { (void)find_device("v100"); });
     CHECK(msg == "unknown device 'v100'; known devices: a100, h100, h200, l40s, rtx4090");
+    // Punctuation is ignored, invisible characters are not: they would make another key read as "h200".
+    // The error prints them as '?', never raw to the terminal.
+    CHECK(error_of([] { (void)find_device("h\u202e200"); }) ==
+          "unknown device 'h???200'; known devices: a100, h100, h200, l40s, rtx4090");
+    CHECK(error_of([] { (void)find_device("h200\u200b"); }).find("unknown device 'h200???'") == 0);
+    CHECK(error_of([] { (void)find_device("zz\x1b[31m"); }) ==
+          "unknown device 'zz?[31m'; known devices: a100, h100, h200, l40s, rtx4090");
 }
 
 TEST_CASE("device JSON: round trip and errors that name the field") {
@@ -328,7 +335,8 @@ TEST_CASE("device JSON: round trip and errors that name the field") {
     CHECK(error_of([&] { (void)device_from_json(j); }) == "$.name: device name: " + unprintable);
     // Invisible formatting characters, which make one name read as another: a direction override, a zero-width
     // space, a direction isolate, a byte order mark.
-    for (const char* sly : {"H100\u202e001H", "H1\u200b00", "H100 \u2067x\u2069", "\ufeffH100"}) {
+    for (const char* sly : {"H100\u202e001H", "H1\u200b00", "H100 \u2067x\u2069", "\ufeffH100", "H1\u00ad00",
+                            "H100\ufe0f", "H100\U000e0068", "\u3164", "\u00a0\u3000 "}) {
         j["name"] = sly;
         CHECK(error_of([&] { (void)device_from_json(j); }) == "$.name: device name: " + unprintable);
     }
@@ -341,7 +349,7 @@ TEST_CASE("device JSON: round trip and errors that name the field") {
     j = to_json(find_device("h100"));
     j["key"] = "h\t100";
     CHECK(error_of([&] { (void)device_from_json(j); }) == "$.key: device key: " + unprintable);
-    j["key"] = "  ";
+    j["key"] = "\u00a0 ";
     CHECK(error_of([&] { (void)device_from_json(j); }) == "$.key: device key: " + unprintable);
     j = to_json(find_device("h100"));
     j["max_threads_per_block"] = 1000;

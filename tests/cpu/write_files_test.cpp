@@ -93,6 +93,58 @@ TEST_CASE("write_files replaces a file keeping its permissions, writes through l
           "--out: cannot write '" + s.dir.string() + "': it is a folder");
 }
 
+TEST_CASE("write_files follows a link to a file not there yet, keeps hard links, and leaves nothing when a device fails") {
+    Scratch s;
+    fs::create_symlink("later.json", s.dir / "dangling.json");
+    std::ofstream(s.dir / "one.json") << "old";
+    fs::create_hard_link(s.dir / "one.json", s.dir / "two.json");
+    const std::string long_name(250, 'n');  // room for no suffix: the temporary file has a short name of its own
+    braid::detail::write_files({{"--a", s.dir / "dangling.json", "made through the link"},
+                                {"--b", s.dir / "one.json", "both links"},
+                                {"--c", s.dir / long_name, "long"}});
+    CHECK(fs::is_symlink(s.dir / "dangling.json"));
+    CHECK(read(s.dir / "later.json") == "made through the link");
+    CHECK(read(s.dir / "two.json") == "both links");
+    CHECK(read(s.dir / long_name) == "long");
+    const std::size_t before = s.entries();
+    if (fs::exists("/dev/full")) {  // a device that is always full: the write fails after the files are ready
+        CHECK(error_of([&] {
+                  braid::detail::write_files({{"--out", s.dir / "new/plan.json", "plan"}, {"--trace-out", "/dev/full", "x"}});
+              }).find("--trace-out: cannot write '/dev/full': ") == 0);
+        CHECK(!fs::exists(s.dir / "new"));
+        CHECK(s.entries() == before);
+    }
+}
+
+TEST_CASE("same_file_problem: links to files not there yet clash, devices take several outputs") {
+    Scratch s;
+    fs::create_symlink("p.json", s.dir / "link.json");
+    CHECK(braid::cli::same_file_problem({{"--plan-out", (s.dir / "p.json").string()},
+                                         {"--trace-out", (s.dir / "link.json").string()}}) ==
+          "--plan-out and --trace-out are the same file ('" + (s.dir / "link.json").string() + "'): give each its own");
+    CHECK(braid::cli::same_file_problem({{"--trace-out", "/dev/null"}, {"--svg-out", "/dev/null"}}) == "");
+}
+
+TEST_CASE("numbers on the command line are decimal: leading zeros are not octal, hex and nan are refused") {
+    const auto read_as = [](std::string text, bool whole) {
+        const std::string problem = braid::cli::decimal_problem(text, whole);
+        return problem.empty() ? text : problem;
+    };
+    CHECK(read_as("017", true) == "17");
+    CHECK(read_as("000", true) == "0");
+    CHECK(read_as("-0", true) == "0");
+    CHECK(read_as("-007", true) == "-7");
+    CHECK(read_as("0x10", true) == "expected a whole number, got '0x10'");
+    CHECK(read_as(" 5", true) == "expected a whole number, got ' 5'");
+    CHECK(read_as("1.5", true) == "expected a whole number, got '1.5'");
+    CHECK(read_as("1e3", true) == "expected a whole number, got '1e3'");
+    CHECK(read_as("2.5e-3", false) == "2.5e-3");
+    CHECK(read_as(".5", false) == ".5");
+    CHECK(read_as("nan", false) == "expected a number, got 'nan'");
+    CHECK(read_as("0x1p3", false) == "expected a number, got '0x1p3'");
+    CHECK(read_as("1e", false) == "expected a number, got '1e'");
+}
+
 TEST_CASE("output_path_problem sees that missing folders can be made, and leaves none made") {
     Scratch s;
     CHECK(braid::cli::output_path_problem("--out", (s.dir / "a/b/plan.json").string(), true) == "");

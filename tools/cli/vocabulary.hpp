@@ -148,35 +148,90 @@ CLI::Option* add_deprecated(CLI::App& app, const std::string& old_name, T& targe
         });
 }
 
+// A number as the tools read it: decimal only. A whole number is digits
+// with an optional minus sign, its leading zeros dropped ("017" is 17, not
+// CLI11's octal 15); any other number is a decimal fraction with an
+// optional exponent ("2.5e-3"). Hex, octal, spaces, "nan" and "inf" are
+// refused. Returns "" with `input` rewritten as read, or the error.
+inline std::string decimal_problem(std::string& input, bool whole) {
+    const auto digits = [&](std::size_t& i) {
+        const std::size_t from = i;
+        while (i < input.size() && input[i] >= '0' && input[i] <= '9') ++i;
+        return i > from;
+    };
+    std::size_t i = 0;
+    const bool negative = !input.empty() && input[0] == '-';
+    if (negative || (!whole && !input.empty() && input[0] == '+')) ++i;
+    const std::size_t first = i;
+    bool ok = digits(i);
+    if (whole) {
+        if (!ok || i != input.size()) return "expected a whole number, got '" + input + "'";
+        const std::size_t lead = std::min(input.find_first_not_of('0', first), input.size() - 1);
+        const std::string magnitude = input.substr(lead);
+        input = (negative && magnitude != "0" ? "-" : "") + magnitude;
+        return "";
+    }
+    if (i < input.size() && input[i] == '.') {
+        ++i;
+        ok = digits(i) || ok;
+    }
+    if (ok && i < input.size() && (input[i] == 'e' || input[i] == 'E')) {
+        ++i;
+        if (i < input.size() && (input[i] == '+' || input[i] == '-')) ++i;
+        ok = digits(i);
+    }
+    if (!ok || i != input.size()) return "expected a number, got '" + input + "'";
+    return "";
+}
+
 // Makes every option of `app` that takes a value refuse an empty one
 // ("--profile: must not be empty"), so that an unset shell variable
 // (`--profile "$P"`) is an error, not the option left out, and no path
-// becomes the current folder or the root. Call it after adding the options.
+// becomes the current folder or the root; and every numeric option read
+// its value as decimal (decimal_problem: "--seed 010" is 10, "--iters 1.5"
+// an error saying a whole number was expected, not CLI11's "Could not
+// convert"). Call it after adding the options.
 inline void refuse_empty_values(CLI::App& app) {
-    for (CLI::Option* option : app.get_options())
-        if (option->get_type_size() > 0)
-            option->check(CLI::Validator(
-                [name = spelling(*option)](std::string& value) {
-                    if (value.empty()) throw OptionError(name + ": must not be empty");
+    for (CLI::Option* option : app.get_options()) {
+        if (option->get_type_size() == 0) continue;
+        option->check(CLI::Validator(
+            [name = spelling(*option)](std::string& value) {
+                if (value.empty()) throw OptionError(name + ": must not be empty");
+                return std::string();
+            },
+            ""));
+        const std::string type = option->get_type_name().substr(0, option->get_type_name().find(':'));
+        if (type == "INT" || type == "UINT" || type == "FLOAT")
+            option->transform(CLI::Validator(
+                [name = spelling(*option), whole = type != "FLOAT"](std::string& value) {
+                    // Thrown with the name: CLI11 leaves it out for a hidden (deprecated) option.
+                    if (const std::string why = value.empty() ? "" : decimal_problem(value, whole); !why.empty())
+                        throw OptionError(name + ": " + why);
                     return std::string();
                 },
                 ""));
+    }
 }
 
 // CLI::Range's check, with an error that says the rule and the value given:
-// "--warmup: expected a whole number from 0 to 100000, got '1e3'". (CLI11's
-// own says "Value 1e3 not in range 0 to 100000", also of a value in range
-// that is not a whole number, and of an empty one; and it lets "nan" pass.)
-// The help text is CLI::Range's.
+// "--warmup: expected a whole number from 0 to 100000, got '200000'".
+// (CLI11's own says "Value 1e3 not in range 0 to 100000", also of a value
+// in range that is not a whole number, and of an empty one; and it lets
+// "nan" pass.)
+// Numbers are read as decimal_problem reads them. The help text is
+// CLI::Range's.
 template <class T>
 CLI::Validator range(T least, T most) {
     CLI::Validator v = CLI::Range(least, most);
-    v.operation([least, most](std::string& input) {
-        if (input.empty()) return std::string("must not be empty");
+    v.operation([least, most](std::string& given) {
+        if (given.empty()) return std::string("must not be empty");
+        std::string input = given;
         T value{};
-        if (CLI::detail::lexical_cast(input, value) && value >= least && value <= most) return std::string();
+        if (decimal_problem(input, std::is_integral_v<T>).empty() && CLI::detail::lexical_cast(input, value) &&
+            value >= least && value <= most)
+            return std::string();
         return fmt::format("expected {} from {} to {}, got '{}'", std::is_integral_v<T> ? "a whole number" : "a number",
-                           least, most, input);
+                           least, most, given);
     });
     return v;
 }
@@ -192,10 +247,21 @@ CLI::Validator range(T least, T most) {
 inline std::string output_path_problem(const std::string& option, const std::string& path, bool makes_folders = false) {
     namespace fs = std::filesystem;
     std::error_code ec;
-    const fs::path p(path);
-    if (fs::is_directory(p, ec)) return option + ": '" + path + "' is a folder; give a file name";
-    const fs::path folder = p.has_parent_path() ? p.parent_path() : fs::path(".");
     const std::string cannot = option + ": cannot write '" + path + "': ";
+    const fs::path given(path);
+    if (fs::is_directory(given, ec) || !given.has_filename() || given.filename() == "." || given.filename() == "..")
+        return option + ": '" + path + "' is a folder; give a file name";
+    // A stream, device or pipe is written where it is (detail::write_files).
+    if (detail::is_process_stream(given)) return "";
+    if (fs::exists(given, ec) && !fs::is_regular_file(given, ec))
+        return ::access(path.c_str(), W_OK) == 0 ? "" : cannot + "it is not writable";
+    fs::path p;
+    try {
+        p = detail::follow_links(given);
+    } catch (const std::exception& e) {
+        return cannot + e.what();
+    }
+    const fs::path folder = p.has_parent_path() ? p.parent_path() : fs::path(".");
     std::vector<fs::path> made;
     if (makes_folders)
         if (const std::string why = detail::make_folders(folder, made); !why.empty()) {
@@ -216,22 +282,30 @@ inline std::string output_path_problem(const std::string& option, const std::str
 // Two of `paths` (each a name for people, "--plan-out" or "input 'm.json'",
 // and a path) that are one file, as an error naming both; "" when all
 // differ. Compared as weakly canonical paths ("out/../p.json" is "p.json"),
-// and, where both exist, as files (a hard link is the file it links).
-// Writing one output over another, or over an input, loses a file without
+// and, where both exist, as files (a hard link is the file it links), after
+// following links (also one to a file not there yet); streams, devices and
+// pipes are exempt. Writing one output over another, or over an input, loses a file without
 // a word.
 inline std::string same_file_problem(const std::vector<std::pair<std::string, std::string>>& paths) {
     namespace fs = std::filesystem;
-    std::vector<fs::path> seen;
+    std::vector<std::pair<fs::path, const std::string*>> seen;  // canonical path, name
     for (const auto& [name, path] : paths) {
         std::error_code ec;
-        fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
-        if (ec) p = fs::absolute(path).lexically_normal();
-        for (std::size_t i = 0; i < seen.size(); ++i) {
-            std::error_code differs;
-            if (seen[i] == p || fs::equivalent(seen[i], p, differs))
-                return paths[i].first + " and " + name + " are the same file ('" + path + "'): give each its own";
+        // Streams, devices and pipes (/dev/null) may take several outputs.
+        if (detail::is_process_stream(path) || (fs::exists(path, ec) && !fs::is_regular_file(path, ec))) continue;
+        fs::path followed = path;
+        try {
+            followed = detail::follow_links(path);  // also a link to a file not there yet
+        } catch (const std::exception&) {
         }
-        seen.push_back(std::move(p));
+        fs::path p = fs::weakly_canonical(fs::absolute(followed), ec);
+        if (ec) p = fs::absolute(followed).lexically_normal();
+        for (const auto& [other, other_name] : seen) {
+            std::error_code differs;
+            if (other == p || fs::equivalent(other, p, differs))
+                return *other_name + " and " + name + " are the same file ('" + path + "'): give each its own";
+        }
+        seen.emplace_back(std::move(p), &name);
     }
     return "";
 }

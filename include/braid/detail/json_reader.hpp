@@ -124,7 +124,8 @@ public:
             if (!j.is_boolean()) fail(std::string("expected true or false, got ") + json_type_name(j));
             return j.get<bool>();
         } else if constexpr (std::is_integral_v<T>) {
-            if (!j.is_number_integer()) fail(std::string("expected an integer, got ") + json_type_name(j));
+            if (!j.is_number_integer())
+                fail("expected an integer, got " + (j.is_number() ? j.dump() : std::string(json_type_name(j))));
             if (j.is_number_unsigned()) {
                 auto v = j.get<std::uint64_t>();
                 if (v > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))

@@ -66,28 +66,46 @@ inline void validate(const DeviceSpec& d) {
         if (!ok) throw DeviceFieldError(field, "device '" + (d.key.empty() ? d.name : d.key) + "': " + field + " " + why);
     };
     need(!d.key.empty() || !d.name.empty(), "key", "or name must be set");
-    // Key and name are printed in tables and errors: text without control
-    // characters (which could rewrite a terminal: C0, DEL, and C1 as UTF-8,
-    // 0xC2 0x80-0x9F) or invisible formatting ones (which make one name
-    // read as another: zero-width and direction marks U+200B-U+200F, line
-    // and paragraph separators and direction embeddings and overrides
-    // U+2028-U+202E, word joiner to direction isolates U+2060-U+2069, the
-    // byte order mark U+FEFF, the Arabic letter mark U+061C), not blank,
-    // and not a page long.
+    // Key and name are printed in tables and errors: valid UTF-8 without
+    // control characters (which could rewrite a terminal: C0, DEL, C1) or
+    // characters that print as nothing (Unicode's default ignorable code
+    // points: soft hyphen, zero-width and direction marks, direction
+    // overrides and isolates, variation selectors, fillers, tags, the byte
+    // order mark; and line and paragraph separators), which make one name
+    // read as another; not blank (only spaces of any width), and not a page
+    // long.
     const auto unprintable = [](const std::string& t) {
-        const auto byte = [&](std::size_t i) { return i < t.size() ? static_cast<unsigned char>(t[i]) : 0u; };
-        for (std::size_t i = 0; i < t.size(); ++i) {
-            const unsigned u = byte(i);
-            if (u < 0x20 || u == 0x7f) return true;
-            if (u == 0xc2 && byte(i + 1) >= 0x80 && byte(i + 1) <= 0x9f) return true;
-            if (u == 0xd8 && byte(i + 1) == 0x9c) return true;
-            if (u == 0xe2 && byte(i + 1) == 0x80 &&
-                ((byte(i + 2) >= 0x8b && byte(i + 2) <= 0x8f) || (byte(i + 2) >= 0xa8 && byte(i + 2) <= 0xae)))
-                return true;
-            if (u == 0xe2 && byte(i + 1) == 0x81 && byte(i + 2) >= 0xa0 && byte(i + 2) <= 0xa9) return true;
-            if (u == 0xef && byte(i + 1) == 0xbb && byte(i + 2) == 0xbf) return true;
+        static constexpr std::pair<char32_t, char32_t> invisible[] = {
+            {0x00, 0x1f},       {0x7f, 0x9f},       {0xad, 0xad},       {0x34f, 0x34f},     {0x61c, 0x61c},
+            {0x115f, 0x1160},   {0x17b4, 0x17b5},   {0x180b, 0x180f},   {0x200b, 0x200f},   {0x2028, 0x202e},
+            {0x2060, 0x206f},   {0x3164, 0x3164},   {0xfe00, 0xfe0f},   {0xfeff, 0xfeff},   {0xffa0, 0xffa0},
+            {0xfff0, 0xfffb},   {0xfffe, 0xffff},   {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff}};
+        static constexpr std::pair<char32_t, char32_t> blank[] = {
+            {0x20, 0x20}, {0xa0, 0xa0}, {0x1680, 0x1680}, {0x2000, 0x200a}, {0x202f, 0x202f},
+            {0x205f, 0x205f}, {0x2800, 0x2800}, {0x3000, 0x3000}};
+        const auto in = [](char32_t c, const auto& ranges) {
+            for (const auto& [lo, hi] : ranges)
+                if (c >= lo && c <= hi) return true;
+            return false;
+        };
+        bool all_blank = true;
+        for (std::size_t i = 0; i < t.size();) {
+            const auto b = [&](std::size_t k) { return k < t.size() ? static_cast<unsigned char>(t[k]) : 0u; };
+            const unsigned lead = b(i);
+            const std::size_t n = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : (lead >> 3) == 0x1e ? 4 : 0;
+            if (n == 0 || i + n > t.size()) return true;
+            char32_t c = n == 1 ? lead : lead & (0x7f >> n);
+            for (std::size_t k = 1; k < n; ++k) {
+                if ((b(i + k) & 0xc0) != 0x80) return true;
+                c = (c << 6) | (b(i + k) & 0x3f);
+            }
+            const char32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+            if (c < least[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return true;  // overlong, surrogate
+            if (in(c, invisible)) return true;
+            all_blank = all_blank && in(c, blank);
+            i += n;
         }
-        return !t.empty() && t.find_first_not_of(' ') == std::string::npos;
+        return !t.empty() && all_blank;
     };
     for (const auto& [field, text] : {std::pair{"key", &d.key}, std::pair{"name", &d.name}})
         if (text->size() > 256 || unprintable(*text))

@@ -125,10 +125,24 @@ inline std::vector<DeviceSpec> make_builtin_devices() {
     return t;
 }
 
+// `s` lowercased without ASCII spaces and punctuation, for matching names.
+// Any other byte (a control, a non-ASCII character such as a direction
+// override or a zero-width space) is kept, so that it matches nothing.
 inline std::string lowercase_alnum(std::string_view s) {
     std::string out;
-    for (char c : s)
-        if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (std::isalnum(u)) out += static_cast<char>(std::tolower(u));
+        else if (u < 0x20 || u >= 0x7f) out += c;
+    }
+    return out;
+}
+
+// `s` safe to print: controls and non-ASCII bytes as '?'.
+inline std::string printable_ascii(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
     return out;
 }
 
@@ -149,7 +163,7 @@ inline const DeviceSpec& find_device(std::string_view key_or_name) {
             return d;
     std::string known;
     for (const DeviceSpec& d : builtin_devices()) known += (known.empty() ? "" : ", ") + d.key;
-    throw ModelError("unknown device '" + std::string(key_or_name) + "'; known devices: " + known);
+    throw ModelError("unknown device '" + detail::printable_ascii(key_or_name) + "'; known devices: " + known);
 }
 
 }  // namespace braid
